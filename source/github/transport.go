@@ -1,0 +1,56 @@
+package github
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/openuniverse/operator/source"
+)
+
+// authTransport sets the token on each request, in the Authorization header
+// only, and re-reads it once when the host answers 401.
+type authTransport struct {
+	creds source.Credentials // nil: anonymous
+	base  http.RoundTripper
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.creds == nil {
+		return t.base.RoundTrip(req)
+	}
+	tok := t.creds.Token()
+	resp, err := t.base.RoundTrip(withToken(req, tok))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || !replayable(req) {
+		return resp, tok.Scrub(err)
+	}
+	// Perhaps the token was rotated since it was last read.
+	fresh, rerr := t.creds.Reload()
+	if rerr != nil || fresh == tok {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = body
+	}
+	resp, err = t.base.RoundTrip(withToken(req, fresh))
+	return resp, fresh.Scrub(err)
+}
+
+func withToken(req *http.Request, tok source.Token) *http.Request {
+	r := req.Clone(req.Context())
+	if !tok.IsZero() {
+		r.Header.Set("Authorization", "Bearer "+tok.Reveal())
+	}
+	return r
+}
+
+// replayable reports whether req can be sent a second time.
+func replayable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}

@@ -1,0 +1,140 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Reasons a file or document is not turned into objects. Compare with
+// errors.Is on FileError.
+var (
+	// ErrKustomization marks a kustomize entry point; the sweep applies plain
+	// manifests only.
+	ErrKustomization = errors.New("kustomization file is not applied")
+	// ErrTypeless marks a document without apiVersion or kind.
+	ErrTypeless = errors.New("document has no apiVersion or kind")
+	// ErrMalformed marks a file that is not valid YAML; none of its documents
+	// are applied.
+	ErrMalformed = errors.New("malformed yaml")
+)
+
+// Object is one decoded manifest together with where it came from.
+type Object struct {
+	// File is the repository path of the file that declared the object.
+	File string
+	// Doc is the 1-based index of the document within File.
+	Doc int
+	// Obj is the decoded object; it is the caller's to modify.
+	Obj *unstructured.Unstructured
+}
+
+// FileError explains why a file, or one document in it, produced no object.
+type FileError struct {
+	File string
+	// Doc is the 1-based document index, or 0 when the whole file is
+	// concerned.
+	Doc int
+	Err error
+}
+
+func (e FileError) Error() string {
+	if e.Doc == 0 {
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("%s (document %d): %v", e.File, e.Doc, e.Err)
+}
+
+func (e FileError) Unwrap() error { return e.Err }
+
+// Parse decodes the manifests of s. Only .yaml and .yml files are read; each
+// may hold several documents. Empty documents are ignored. Kustomization
+// files, typeless documents and malformed files are reported as FileErrors,
+// never dropped silently. A malformed file yields one FileError and no
+// objects (a half-read file is never applied), and never affects other files.
+// Objects are returned in file order, then document order.
+func Parse(s *Snapshot) ([]Object, []FileError) {
+	var objs []Object
+	var errs []FileError
+	for _, f := range s.Files {
+		if !IsManifest(f.Path) {
+			continue
+		}
+		if isKustomization(f.Path) {
+			errs = append(errs, FileError{File: f.Path, Err: ErrKustomization})
+			continue
+		}
+		o, e := parseFile(f.Path, f.Data)
+		objs = append(objs, o...)
+		errs = append(errs, e...)
+	}
+	return objs, errs
+}
+
+func parseFile(file string, data []byte) ([]Object, []FileError) {
+	var objs []Object
+	var errs []FileError
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, []FileError{{File: file, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}}
+		}
+		obj, err := decode(raw)
+		switch {
+		case err != nil && errors.Is(err, ErrTypeless):
+			errs = append(errs, FileError{File: file, Doc: doc, Err: err})
+		case err != nil:
+			return nil, []FileError{{File: file, Doc: doc, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}}
+		case obj == nil:
+			// An empty document (a bare "---" or only comments).
+		case isKustomizeKind(obj):
+			errs = append(errs, FileError{File: file, Doc: doc, Err: ErrKustomization})
+		default:
+			objs = append(objs, Object{File: file, Doc: doc, Obj: obj})
+		}
+	}
+	return objs, errs
+}
+
+// decode turns one YAML document into an object; nil, nil for an empty one.
+func decode(raw []byte) (*unstructured.Unstructured, error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || string(js) == "null" {
+		return nil, nil
+	}
+	if js[0] != '{' {
+		return nil, fmt.Errorf("%w: not a mapping", ErrTypeless)
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(js, &m); err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: m}
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	if apiVersion == "" || kind == "" {
+		return nil, ErrTypeless
+	}
+	return obj, nil
+}
+
+func isKustomizeKind(obj *unstructured.Unstructured) bool {
+	return obj.GetKind() == "Kustomization" &&
+		strings.HasPrefix(obj.GetAPIVersion(), "kustomize.config.k8s.io/")
+}

@@ -1,0 +1,183 @@
+package source
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	type obj struct {
+		File      string
+		Doc       int
+		Kind      string
+		Namespace string
+		Name      string
+	}
+	type ferr struct {
+		File string
+		Doc  int
+		Is   error
+	}
+	cases := map[string]struct {
+		reason string
+		files  map[string]string
+		want   []obj
+		errs   []ferr
+	}{
+		"multi-document": {
+			reason: "every document of a file becomes an object, in order; empty ones are ignored",
+			files: map[string]string{"a.yaml": `---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: one, namespace: ns}
+---
+# only a comment
+---
+apiVersion: hanzo.ai/v1
+kind: App
+metadata:
+  name: two
+  namespace: ns
+spec:
+  replicas: 3
+...
+`},
+			want: []obj{{"a.yaml", 1, "ConfigMap", "ns", "one"}, {"a.yaml", 3, "App", "ns", "two"}},
+		},
+		"yml and yaml only": {
+			reason: ".yml counts (the reference loop missed it); other extensions are not read",
+			files: map[string]string{
+				"b.yml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n",
+				"c.json":    `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"c"}}`,
+				"README.md": "# hi",
+			},
+			want: []obj{{"b.yml", 1, "Namespace", "", "b"}},
+		},
+		"kustomization skipped with a reason": {
+			reason: "kustomize entry points are named, by file name or by kind",
+			files: map[string]string{
+				"kustomization.yaml": "resources: [a.yaml]\n",
+				"k.yaml":             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+			},
+			errs: []ferr{{"k.yaml", 1, ErrKustomization}, {"kustomization.yaml", 0, ErrKustomization}},
+		},
+		"typeless document skipped, the rest of the file kept": {
+			reason: "a document without apiVersion or kind is reported and its siblings applied",
+			files: map[string]string{"t.yaml": `foo: bar
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kept, namespace: ns}
+---
+- a list
+---
+kind: ConfigMap
+`},
+			want: []obj{{"t.yaml", 2, "ConfigMap", "ns", "kept"}},
+			errs: []ferr{{"t.yaml", 1, ErrTypeless}, {"t.yaml", 3, ErrTypeless}, {"t.yaml", 4, ErrTypeless}},
+		},
+		"malformed file costs only itself": {
+			reason: "a syntax error rejects the whole file, and other files are still parsed",
+			files: map[string]string{
+				"bad.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: y}\n",
+				"good.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: good}\n",
+			},
+			want: []obj{{"good.yaml", 1, "Namespace", "", "good"}},
+			errs: []ferr{{"bad.yaml", 1, ErrMalformed}},
+		},
+		"tabs are malformed": {
+			reason: "yaml that does not decode is reported, not panicked on",
+			files:  map[string]string{"tab.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n\tname: t\n"},
+			errs:   []ferr{{"tab.yaml", 1, ErrMalformed}},
+		},
+		"empty file": {
+			reason: "an empty file holds no objects and is no error",
+			files:  map[string]string{"empty.yaml": ""},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &Snapshot{Revision: "r"}
+			for _, p := range slices.Sorted(maps.Keys(tc.files)) {
+				s.Files = append(s.Files, File{Path: p, Data: []byte(tc.files[p])})
+			}
+			objs, errs := Parse(s)
+			var got []obj
+			for _, o := range objs {
+				got = append(got, obj{o.File, o.Doc, o.Obj.GetKind(), o.Obj.GetNamespace(), o.Obj.GetName()})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nobjects (-want +got):\n%s", tc.reason, diff)
+			}
+			var gotErrs []ferr
+			for _, e := range errs {
+				var is error
+				for _, sentinel := range []error{ErrKustomization, ErrTypeless, ErrMalformed} {
+					if errors.Is(e, sentinel) {
+						is = sentinel
+					}
+				}
+				gotErrs = append(gotErrs, ferr{e.File, e.Doc, is})
+				if e.Error() == "" {
+					t.Errorf("empty message for %s", e.File)
+				}
+			}
+			if diff := cmp.Diff(tc.errs, gotErrs, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				t.Errorf("%s\nfile errors (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestParseKeepsIntegers(t *testing.T) {
+	s := &Snapshot{Files: []File{{Path: "a.yaml", Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {replicas: 3}\n")}}}
+	objs, errs := Parse(s)
+	if len(errs) != 0 || len(objs) != 1 {
+		t.Fatalf("Parse = %d objects, %v", len(objs), errs)
+	}
+	if got := objs[0].Obj.Object["spec"].(map[string]any)["replicas"]; got != int64(3) {
+		t.Errorf("replicas = %#v, want int64(3) as the apiserver decodes it", got)
+	}
+}
+
+func TestFileErrorMessage(t *testing.T) {
+	cases := map[string]struct {
+		err  FileError
+		want string
+	}{
+		"whole file": {FileError{File: "crs/k.yaml", Err: ErrKustomization}, "crs/k.yaml: kustomization file is not applied"},
+		"document":   {FileError{File: "crs/a.yaml", Doc: 2, Err: ErrTypeless}, "crs/a.yaml (document 2): document has no apiVersion or kind"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.err.Error()); diff != "" {
+				t.Errorf("Error() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnder(t *testing.T) {
+	cases := map[string]struct {
+		p, dir string
+		want   bool
+	}{
+		"root":        {"a/b.yaml", "", true},
+		"dot root":    {"a/b.yaml", ".", true},
+		"inside":      {"crs/x/b.yaml", "crs", true},
+		"trailing":    {"crs/b.yaml", "/crs/", true},
+		"prefix only": {"crsx/b.yaml", "crs", false},
+		"outside":     {"other/b.yaml", "crs", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Under(tc.p, tc.dir); got != tc.want {
+				t.Errorf("Under(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)
+			}
+		})
+	}
+}
