@@ -1,0 +1,157 @@
+package gitops
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func TestOptionsScope(t *testing.T) {
+	type want struct {
+		All        bool
+		Namespaces []string
+		Subset     []Ref
+		Err        bool
+	}
+	cases := map[string]struct {
+		reason   string
+		args     []string
+		operator string
+		want     want
+	}{
+		"default owns the operator's namespace": {
+			operator: "hanzo",
+			want:     want{Namespaces: []string{"hanzo"}},
+		},
+		"explicit set": {
+			args: []string{"--gitops-namespaces=b,a"}, operator: "hanzo",
+			want: want{Namespaces: []string{"a", "b"}},
+		},
+		"star means all": {
+			args: []string{"--gitops-namespaces=a,*"}, operator: "hanzo",
+			want: want{All: true},
+		},
+		"blank falls back, never means all": {
+			reason: "an empty value is unset, not a fail-open scope",
+			args:   []string{"--gitops-namespaces= , "}, operator: "hanzo",
+			want: want{Namespaces: []string{"hanzo"}},
+		},
+		"nothing owned is an error": {
+			reason: "no flag and no operator namespace must not become every namespace",
+			want:   want{Err: true},
+		},
+		"subset": {
+			args: []string{"--gitops-apply-scope=web,zen/zen"}, operator: "hanzo",
+			want: want{Namespaces: []string{"hanzo"}, Subset: []Ref{{Name: "web"}, {Namespace: "zen", Name: "zen"}}},
+		},
+		"malformed subset is an error": {
+			reason: "a typo must not silently widen or narrow what is applied",
+			args:   []string{"--gitops-apply-scope=web,/x,a/b/c"}, operator: "hanzo",
+			want: want{Err: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := DefaultOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.BindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			s, err := o.Scope(tc.operator)
+			got := want{All: s.OwnsAll(), Namespaces: s.Namespaces(), Subset: s.Subset(), Err: err != nil}
+			if err != nil {
+				got = want{Err: true}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nScope (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestZeroScopeOwnsNothing(t *testing.T) {
+	var s Scope
+	if s.Owns("default") || s.OwnsAll() {
+		t.Error("the zero Scope owns something")
+	}
+	p := s.Plan(nil, nil)
+	if len(p.Applies) != 0 {
+		t.Error("the zero Scope plans applies")
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		want Ref
+		err  bool
+	}{
+		"name":         {in: "web", want: Ref{Name: "web"}},
+		"pair":         {in: "ns/web", want: Ref{Namespace: "ns", Name: "web"}},
+		"empty ns":     {in: "/web", err: true},
+		"empty name":   {in: "ns/", err: true},
+		"slash":        {in: "/", err: true},
+		"three":        {in: "a/b/c", err: true},
+		"empty string": {in: "", err: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseRef(tc.in)
+			if (err != nil) != tc.err {
+				t.Fatalf("ParseRef(%q) error = %v, want error %v", tc.in, err, tc.err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseRef(%q) (-want +got):\n%s", tc.in, diff)
+			}
+			if !tc.err && got.String() != tc.in {
+				t.Errorf("String() = %q, want %q", got.String(), tc.in)
+			}
+		})
+	}
+}
+
+func TestScopeString(t *testing.T) {
+	cases := map[string]struct {
+		ns   []string
+		want string
+	}{
+		"all":    {[]string{"*"}, "(every namespace)"},
+		"sorted": {[]string{"b", "a"}, "a,b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := mustScope(t, tc.ns, nil).String(); got != tc.want {
+				t.Errorf("String() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInterval(t *testing.T) {
+	cases := map[string]struct {
+		in, want time.Duration
+	}{
+		"default": {0, 45 * time.Second},
+		"floor":   {time.Second, 10 * time.Second},
+		"kept":    {time.Minute, time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := (Options{Resync: tc.in}).Interval(); got != tc.want {
+				t.Errorf("Interval() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	if diff := cmp.Diff([]string{"a", "b", "c", "*"}, SplitList(" a, b\tc\n,,*")); diff != "" {
+		t.Errorf("SplitList (-want +got):\n%s", diff)
+	}
+	if got := SplitList(" , \n"); len(got) != 0 {
+		t.Errorf("SplitList of separators = %v, want none", got)
+	}
+}

@@ -1,0 +1,143 @@
+package gitops
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/openuniverse/operator/source"
+)
+
+// Signature headers, in the order they are checked.
+const (
+	HeaderGitHub  = "X-Hub-Signature-256" // "sha256=<hex>"
+	HeaderGitea   = "X-Gitea-Signature"   // "<hex>"
+	HeaderForgejo = "X-Forgejo-Signature" // "<hex>"
+	HeaderGeneric = "X-Signature-256"     // "sha256=<hex>"
+)
+
+// Secret hands out the current webhook secret; *source.TokenFile is one, so a
+// rotated secret is used without a restart.
+type Secret interface {
+	Token() source.Token
+}
+
+// Webhook is the handler of POST /reconcile. See the package documentation
+// for the accepted signatures.
+type Webhook struct {
+	// Trigger receives one Fire per accepted request.
+	Trigger *Trigger
+	// Secret, when not nil, is required to have signed the body.
+	Secret Secret
+	// MaxBytes caps the body; 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// Log records rejections (at V(1): they are cheap for anyone to cause).
+	Log logr.Logger
+}
+
+var (
+	errUnsigned     = errors.New("no signature header")
+	errBadSignature = errors.New("signature does not match")
+)
+
+// ServeHTTP implements http.Handler.
+func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	limit := h.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if r.ContentLength > limit {
+		h.Log.V(1).Info("Rejected webhook", "reason", "body too large", "bytes", r.ContentLength, "limit", limit)
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			h.Log.V(1).Info("Rejected webhook", "reason", "body too large", "limit", limit)
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		h.Log.V(1).Info("Rejected webhook", "reason", "body unreadable", "error", err.Error())
+		http.Error(w, "body unreadable", http.StatusBadRequest)
+		return
+	}
+	if h.Secret != nil {
+		if err := verify(r, body, h.Secret.Token()); err != nil {
+			h.Log.V(1).Info("Rejected webhook", "reason", err.Error(), "remote", r.RemoteAddr)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+	}
+	queued := h.Trigger.Fire()
+	h.Log.V(1).Info("Webhook accepted", "queued", queued, "event", event(r))
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = io.WriteString(w, "reconcile queued\n")
+}
+
+// verify checks the first signature header present against secret.
+func verify(r *http.Request, body []byte, secret source.Token) error {
+	key := []byte(secret.Reveal())
+	if len(key) == 0 {
+		return errors.New("webhook secret is empty")
+	}
+	switch {
+	case r.Header.Get(HeaderGitHub) != "":
+		// ValidatePayload reads the body again; hand it the bytes we hold.
+		gr := r.Clone(r.Context())
+		gr.Body = io.NopCloser(bytes.NewReader(body))
+		if _, err := github.ValidatePayload(gr, key); err != nil {
+			return errBadSignature
+		}
+		return nil
+	case r.Header.Get(HeaderGitea) != "":
+		return checkHex(r.Header.Get(HeaderGitea), body, key)
+	case r.Header.Get(HeaderForgejo) != "":
+		return checkHex(r.Header.Get(HeaderForgejo), body, key)
+	case r.Header.Get(HeaderGeneric) != "":
+		sig, ok := strings.CutPrefix(r.Header.Get(HeaderGeneric), "sha256=")
+		if !ok {
+			return errBadSignature
+		}
+		return checkHex(sig, body, key)
+	}
+	return errUnsigned
+}
+
+// checkHex compares a hex HMAC-SHA256 of body in constant time.
+func checkHex(sig string, body, key []byte) error {
+	got, err := hex.DecodeString(strings.TrimSpace(sig))
+	if err != nil {
+		return errBadSignature
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return errBadSignature
+	}
+	return nil
+}
+
+// event names the hook's event for the log, from the first header a known
+// host sets.
+func event(r *http.Request) string {
+	for _, h := range []string{"X-GitHub-Event", "X-Gitea-Event", "X-Forgejo-Event"} {
+		if v := r.Header.Get(h); v != "" {
+			return v
+		}
+	}
+	return ""
+}
