@@ -1,0 +1,123 @@
+package kinds
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+// The groups the CRDs are generated under; CRDs replaces them. The HIP-era placements need
+// their own, or controller-gen would merge them with the canonical chain Kinds.
+const (
+	PlaceholderGroup    = "universe.placeholder"
+	HIPPlaceholderGroup = "hip." + PlaceholderGroup
+)
+
+// generatedDirs maps each directory of generated CRDs to its placeholder group.
+var generatedDirs = []struct{ dir, placeholder string }{
+	{"crd/v1", PlaceholderGroup},
+	{"crd/v1alpha1", PlaceholderGroup},
+	{"crd/hip", HIPPlaceholderGroup},
+}
+
+// The generated CRDs, one directory per Go package (see generate.go).
+//
+//go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml
+var generated embed.FS
+
+// CRDs returns the CustomResourceDefinitions served in universe group, sorted by name. The
+// universe Kinds, the legacy v1alpha1 Kinds and the HIP-era placements get <group>, the kms
+// family kms.<group> and the chain family bootno.de; spec.group and metadata.name are the only
+// fields that change with the group.
+func CRDs(group string) ([]apiextensionsv1.CustomResourceDefinition, error) {
+	if err := ValidateGroup(group); err != nil {
+		return nil, err
+	}
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, g := range generatedDirs {
+		dir := g.dir
+		files, err := fs.Glob(generated, dir+"/*.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, f := range files {
+			crd, err := readCRD(f, g.placeholder)
+			if err != nil {
+				return nil, err
+			}
+			family := FamilyUniverse
+			if dir == "crd/v1" {
+				fam, ok := v1.FamilyOf(crd.Spec.Names.Kind)
+				if !ok {
+					return nil, fmt.Errorf("%s: kind %s has no family", f, crd.Spec.Names.Kind)
+				}
+				family = fam
+			}
+			crd.Spec.Group = family.Group(group)
+			crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
+			out = append(out, crd)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func readCRD(name, placeholder string) (apiextensionsv1.CustomResourceDefinition, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	data, err := generated.ReadFile(name)
+	if err != nil {
+		return crd, fmt.Errorf("read %s: %w", name, err)
+	}
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		return crd, fmt.Errorf("decode %s: %w", path.Base(name), err)
+	}
+	if crd.Spec.Group != placeholder {
+		return crd, fmt.Errorf("%s: group %q, want the placeholder %q", name, crd.Spec.Group, placeholder)
+	}
+	return crd, nil
+}
+
+// Bundle returns the CRDs of universe group as one YAML stream, each document starting with
+// "---". It is what `operator crds --api-group <group>` prints.
+func Bundle(group string) ([]byte, error) {
+	crds, err := CRDs(group)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for i := range crds {
+		doc, err := Manifest(&crds[i])
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("---\n")
+		b.Write(doc)
+	}
+	return b.Bytes(), nil
+}
+
+// Manifest renders one CRD as YAML without status or creationTimestamp.
+func Manifest(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s: %w", crd.Name, err)
+	}
+	delete(u, "status")
+	if md, ok := u["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	out, err := yaml.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", crd.Name, err)
+	}
+	return out, nil
+}
