@@ -30,8 +30,9 @@ type File struct {
 	Data []byte
 }
 
-// A Source reads the universe repository. Implementations are safe for use by
-// one sweep at a time.
+// A Source reads the universe repository. Implementations serialise their
+// calls, so one Source may be shared, and log through the logr.Logger in the
+// context (logr.FromContextOrDiscard).
 type Source interface {
 	// Head returns the commit SHA the configured branch points to now. It is
 	// cheap: a conditional request or an ls-remote.

@@ -22,6 +22,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
 	"github.com/openuniverse/operator/source"
@@ -86,8 +87,9 @@ type Source struct {
 var _ source.Source = (*Source)(nil)
 
 // New returns a Source. creds, the HTTPS password or token, may be nil for
-// anonymous access; it is ignored for ssh URLs.
-func New(o Options, creds source.Credentials) (*Source, error) {
+// anonymous access; it is ignored for ssh URLs. Head and Snapshot log through
+// the logr.Logger in their context, if any.
+func New(creds source.Credentials, o Options) (*Source, error) {
 	if o.URL == "" {
 		return nil, errors.New("git url is empty")
 	}
@@ -137,7 +139,7 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 	defer cancel()
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.o.URL}})
 	var refs []*plumbing.Reference
-	err := s.withAuth(func(auth transport.AuthMethod) error {
+	err := s.withAuth(ctx, func(auth transport.AuthMethod) error {
 		var err error
 		refs, err = rem.ListContext(ctx, &git.ListOptions{Auth: auth})
 		return err
@@ -201,11 +203,11 @@ func (s *Source) sync(ctx context.Context, hash plumbing.Hash) (*git.Repository,
 		if ferr == nil {
 			return s.holding(repo, hash)
 		}
-		if errors.Is(ferr, transport.ErrAuthenticationRequired) || errors.Is(ferr, transport.ErrAuthorizationFailed) ||
-			ctx.Err() != nil {
+		if authFailed(ferr) || ctx.Err() != nil {
 			return nil, ferr
 		}
 		// Anything else (a damaged or oddly shallow clone): start over.
+		logr.FromContextOrDiscard(ctx).Error(ferr, "Fetching into the cached clone failed, cloning again", "url", s.display())
 	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		return nil, fmt.Errorf("clear cache: %w", err)
@@ -225,11 +227,12 @@ func (s *Source) holding(repo *git.Repository, hash plumbing.Hash) (*git.Reposit
 }
 
 func (s *Source) clone(ctx context.Context) (*git.Repository, error) {
+	logr.FromContextOrDiscard(ctx).V(1).Info("Cloning", "url", s.display(), "branch", s.o.Branch, "dir", s.dir)
 	if err := os.MkdirAll(filepath.Dir(s.dir), 0o700); err != nil {
 		return nil, fmt.Errorf("create cache dir: %w", err)
 	}
 	var repo *git.Repository
-	err := s.withAuth(func(auth transport.AuthMethod) error {
+	err := s.withAuth(ctx, func(auth transport.AuthMethod) error {
 		_ = os.RemoveAll(s.dir)
 		var err error
 		repo, err = git.PlainCloneContext(ctx, s.dir, true, &git.CloneOptions{
@@ -250,8 +253,9 @@ func (s *Source) clone(ctx context.Context) (*git.Repository, error) {
 }
 
 func (s *Source) fetch(ctx context.Context, repo *git.Repository) error {
+	logr.FromContextOrDiscard(ctx).V(1).Info("Fetching", "url", s.display(), "branch", s.o.Branch)
 	spec := config.RefSpec(fmt.Sprintf("+%s:refs/remotes/%s/%s", s.ref, git.DefaultRemoteName, s.o.Branch))
-	err := s.withAuth(func(auth transport.AuthMethod) error {
+	err := s.withAuth(ctx, func(auth transport.AuthMethod) error {
 		return repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName: git.DefaultRemoteName,
 			RemoteURL:  s.o.URL,
@@ -315,7 +319,7 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 
 // withAuth runs op with the current credentials; if the server refuses
 // them, it re-reads the token once and, if it changed, runs op again.
-func (s *Source) withAuth(op func(transport.AuthMethod) error) error {
+func (s *Source) withAuth(ctx context.Context, op func(transport.AuthMethod) error) error {
 	auth, tok, err := s.auth()
 	if err != nil {
 		return err
@@ -324,10 +328,17 @@ func (s *Source) withAuth(op func(transport.AuthMethod) error) error {
 	if err == nil || s.ssh || s.creds == nil || !authFailed(err) {
 		return tok.Scrub(err)
 	}
+	log := logr.FromContextOrDiscard(ctx)
 	fresh, rerr := s.creds.Reload()
-	if rerr != nil || fresh == tok {
+	if rerr != nil {
+		log.Error(rerr, "Re-reading the token after a refusal")
 		return tok.Scrub(err)
 	}
+	if fresh == tok {
+		log.Info("Git server refused the token and the token file holds no other", "url", s.display())
+		return tok.Scrub(err)
+	}
+	log.Info("Git server refused the token, retrying with the re-read one", "url", s.display())
 	auth, tok, err = s.auth()
 	if err != nil {
 		return err

@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
@@ -161,7 +163,7 @@ func paths(s *source.Snapshot) []string {
 
 func TestHTTPWithoutCredentialsFails(t *testing.T) {
 	_, _, url := httpServer(t)
-	s, err := New(Options{URL: url, Branch: "main", Path: "crs", CacheDir: t.TempDir()}, nil)
+	s, err := New(nil, Options{URL: url, Branch: "main", Path: "crs", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestHTTPCloneFetchAndNoWorkWhenUnchanged(t *testing.T) {
 	srv, reqs, url := httpServer(t)
 	tf, _ := tokenFile(t, password)
 	cache := t.TempDir()
-	s, err := New(Options{URL: url, Branch: "main", Path: "crs", CacheDir: cache, Username: user}, tf)
+	s, err := New(tf, Options{URL: url, Branch: "main", Path: "crs", CacheDir: cache, Username: user})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,11 +264,17 @@ func TestHTTPCloneFetchAndNoWorkWhenUnchanged(t *testing.T) {
 func TestHTTPTokenRotation(t *testing.T) {
 	srv, _, url := httpServer(t)
 	tf, p := tokenFile(t, password)
-	s, err := New(Options{URL: url, Branch: "main", CacheDir: t.TempDir(), Username: user}, tf)
+	s, err := New(tf, Options{URL: url, Branch: "main", CacheDir: t.TempDir(), Username: user})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	var mu sync.Mutex
+	var logged strings.Builder
+	ctx := logr.NewContext(context.Background(), funcr.New(func(p, a string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged.WriteString(p + " " + a + "\n")
+	}, funcr.Options{Verbosity: 10}))
 	if _, err := s.Head(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +297,14 @@ func TestHTTPTokenRotation(t *testing.T) {
 	if msg := fmt.Sprintf("%v %+v %#v", err, err, err); strings.Contains(msg, rotated) || strings.Contains(msg, password) {
 		t.Errorf("error reveals the password: %s", msg)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if out := logged.String(); strings.Contains(out, rotated) || strings.Contains(out, password) {
+		t.Errorf("log reveals the password:\n%s", out)
+	}
+	if !strings.Contains(logged.String(), "retrying with the re-read one") {
+		t.Errorf("rotation not logged:\n%s", logged.String())
+	}
 }
 
 func TestNewRejects(t *testing.T) {
@@ -302,7 +318,7 @@ func TestNewRejects(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(o, nil)
+			_, err := New(nil, o)
 			if err == nil {
 				t.Fatal("New succeeded")
 			}
@@ -377,7 +393,7 @@ func sshServer(t *testing.T) (url, keyFile, knownHosts string) {
 func TestSSH(t *testing.T) {
 	url, key, hosts := sshServer(t)
 	ctx := context.Background()
-	s, err := New(Options{URL: url, Branch: "main", Path: "crs", CacheDir: t.TempDir(), SSHKeyFile: key, KnownHostsFile: hosts}, nil)
+	s, err := New(nil, Options{URL: url, Branch: "main", Path: "crs", CacheDir: t.TempDir(), SSHKeyFile: key, KnownHostsFile: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +416,7 @@ func TestSSH(t *testing.T) {
 		host := strings.TrimPrefix(strings.TrimSuffix(url, "/repo.git"), "ssh://git@")
 		h, p, _ := strings.Cut(host, ":")
 		_ = os.WriteFile(other, []byte(fmt.Sprintf("[%s]:%s %s", h, p, ssh.MarshalAuthorizedKey(k))), 0o600)
-		s, err := New(Options{URL: url, Branch: "main", CacheDir: t.TempDir(), SSHKeyFile: key, KnownHostsFile: other}, nil)
+		s, err := New(nil, Options{URL: url, Branch: "main", CacheDir: t.TempDir(), SSHKeyFile: key, KnownHostsFile: other})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +430,7 @@ func TestSSH(t *testing.T) {
 		block, _ := ssh.MarshalPrivateKey(priv, "")
 		other := filepath.Join(t.TempDir(), "id")
 		_ = os.WriteFile(other, pem.EncodeToMemory(block), 0o600)
-		s, err := New(Options{URL: url, Branch: "main", CacheDir: t.TempDir(), SSHKeyFile: other, KnownHostsFile: hosts}, nil)
+		s, err := New(nil, Options{URL: url, Branch: "main", CacheDir: t.TempDir(), SSHKeyFile: other, KnownHostsFile: hosts})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-github/v66/github"
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
@@ -93,8 +94,9 @@ type Source struct {
 
 var _ source.Source = (*Source)(nil)
 
-// New returns a Source. creds may be nil for anonymous access.
-func New(o Options, creds source.Credentials) (*Source, error) {
+// New returns a Source. creds may be nil for anonymous access. Head and
+// Snapshot log through the logr.Logger in their context, if any.
+func New(creds source.Credentials, o Options) (*Source, error) {
 	owner, repo, ok := strings.Cut(o.Repository, "/")
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
 		return nil, fmt.Errorf("github repository %q: want owner/name", o.Repository)
@@ -145,6 +147,8 @@ func newHTTPClient(o Options, creds source.Credentials) *http.Client {
 	rc.RetryWaitMax = 30 * time.Second
 	rc.CheckRetry = checkRetry(o.MaxRetryAfter)
 	rc.Backoff = backoff
+	rc.RequestLogHook = logRetry
+	rc.ResponseLogHook = logResponse
 	// Hand the last response to go-github, which turns it into a typed
 	// error (rate limit, not found …) instead of a bare "giving up".
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
@@ -153,6 +157,21 @@ func newHTTPClient(o Options, creds source.Credentials) *http.Client {
 		Transport: &authTransport{creds: creds, base: cleanhttp.DefaultPooledTransport()},
 	}
 	return rc.StandardClient()
+}
+
+// logRetry logs every attempt after the first.
+func logRetry(_ retryablehttp.Logger, req *http.Request, attempt int) {
+	if attempt > 0 {
+		logr.FromContextOrDiscard(req.Context()).Info("Retrying GitHub request",
+			"method", req.Method, "path", req.URL.Path, "attempt", attempt)
+	}
+}
+
+// logResponse logs each answer at debug level, with the rate limit left.
+func logResponse(_ retryablehttp.Logger, resp *http.Response) {
+	logr.FromContextOrDiscard(resp.Request.Context()).V(1).Info("GitHub response",
+		"method", resp.Request.Method, "path", resp.Request.URL.Path, "status", resp.StatusCode,
+		"rateRemaining", resp.Header.Get("X-RateLimit-Remaining"))
 }
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openuniverse/operator/source"
@@ -207,7 +209,7 @@ func newSource(t *testing.T, srv *httptest.Server, path string, creds source.Cre
 	o.Repository = "o/r"
 	o.Path = path
 	o.RetryMax = 2
-	s, err := New(o, creds)
+	s, err := New(creds, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +455,8 @@ func TestTokenRotationReloadedOn401(t *testing.T) {
 	f.commit(v1)
 	tf, p := tokenFile(t, token)
 	s := newSource(t, srv, "crs", tf)
-	ctx := context.Background()
+	log, logged := captureLog()
+	ctx := logr.NewContext(context.Background(), log)
 	if _, err := s.Head(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +494,32 @@ func TestTokenRotationReloadedOn401(t *testing.T) {
 	if n := len(f.take()); n != 1 {
 		t.Errorf("revoked token made %d requests, want 1 (no retry of a 401 with the same token)", n)
 	}
+	out := logged()
+	if strings.Contains(out, token) || strings.Contains(out, rotated) {
+		t.Errorf("log reveals a token:\n%s", out)
+	}
+	for _, want := range []string{"GitHub refused the token, retrying with the re-read one", "GitHub refused the token and the token file holds no other", "GitHub response"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log misses %q:\n%s", want, out)
+		}
+	}
+}
+
+// captureLog returns a logger that keeps every line, with its values, at
+// every verbosity.
+func captureLog() (logr.Logger, func() string) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		buf.WriteString(prefix + " " + args + "\n")
+	}, funcr.Options{Verbosity: 10})
+	return log, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -504,7 +533,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(o, nil)
+			_, err := New(nil, o)
 			if err == nil {
 				t.Fatal("New succeeded")
 			}

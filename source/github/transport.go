@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/go-logr/logr"
+
 	"github.com/openuniverse/operator/source"
 )
 
@@ -24,10 +26,17 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, tok.Scrub(err)
 	}
 	// Perhaps the token was rotated since it was last read.
+	log := logr.FromContextOrDiscard(req.Context())
 	fresh, rerr := t.creds.Reload()
-	if rerr != nil || fresh == tok {
+	if rerr != nil {
+		log.Error(rerr, "Re-reading the token after a 401")
 		return resp, nil
 	}
+	if fresh == tok {
+		log.Info("GitHub refused the token and the token file holds no other", "path", req.URL.Path)
+		return resp, nil
+	}
+	log.Info("GitHub refused the token, retrying with the re-read one", "path", req.URL.Path)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if req.GetBody != nil {
