@@ -2,7 +2,8 @@
 # Builds the binaries of a real local control plane from the Go module proxy into a cache dir
 # outside the checkout, keyed by version:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok
-# Idempotent: a binary already in the cache is skipped. Prints the cache dir on its last line.
+# Idempotent: a binary already in the cache is skipped. Prints the cache dir on its last line;
+# `--dir` prints only the dir.
 #
 #   UNIVERSE_CACHE   cache root (default: $HOME/.cache/universe-operator)
 set -euo pipefail
@@ -15,6 +16,7 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 CACHE_ROOT=${UNIVERSE_CACHE:-$HOME/.cache/universe-operator}
 BIN_DIR="$CACHE_ROOT/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
 WORK="$CACHE_ROOT/build"
+if [ "${1:-}" = "--dir" ]; then echo "$BIN_DIR"; exit 0; fi
 mkdir -p "$BIN_DIR" "$WORK"
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }

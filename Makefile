@@ -1,0 +1,54 @@
+# universe operator — see README.md. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+export GOTOOLCHAIN := local
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# Where hack/build-controlplane.sh caches etcd, kube-apiserver, … (outside the checkout).
+export CONTROLPLANE_BIN_DIR ?= $(shell hack/build-controlplane.sh --dir)
+GO_TEST ?= go test
+TEST_FLAGS ?= -timeout 40m -count=1
+PKG ?= ./...
+
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build bin/operator
+	go build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
+
+controlplane: ## Build the local control-plane binaries into the cache (idempotent)
+	hack/build-controlplane.sh
+
+test: controlplane ## Run every test: unit, integration on a real apiserver, e2e
+	$(GO_TEST) $(TEST_FLAGS) $(PKG)
+
+test-unit: ## Run the tests that need no apiserver (fast)
+	$(GO_TEST) -short -count=1 $(PKG)
+
+e2e: controlplane build ## Run the end-to-end suite only
+	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
+
+generate: ## Regenerate deepcopy code and CRD bundles
+	hack/generate.sh
+
+verify: generate ## Fail when generated files are stale
+	git diff --exit-code -- kinds
+	@test -z "$$(git status --porcelain -- kinds)" || { git status --porcelain -- kinds; exit 1; }
+
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+vet: ## go vet
+	go vet ./...
+
+demo: controlplane build ## Start a control plane and git server and run the operator on the example universe
+	hack/demo.sh
+
+cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubeconfig printed)
+	go run ./hack/controlplane up --dir $(CURDIR)/.cache/cluster
+
+cluster-down: ## Stop the control plane started by cluster-up
+	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
+
+.PHONY: help build controlplane test test-unit e2e generate verify fmt vet demo cluster-up cluster-down
