@@ -23,6 +23,8 @@
 //     owned ("*"), because a CRD changes the API of all namespaces.
 //
 // Every other cluster-scoped kind (ClusterRole, StorageClass …) is refused.
+// For the two admitted kinds only bare "name" entries of the vetted subset
+// match, as they have no namespace to pin.
 // Both admitted kinds are ordered first — CRDs, then Namespaces — so that the
 // objects that depend on them apply in the same sweep. Every skip names the
 // file, the object and the reason.
@@ -41,4 +43,10 @@
 // Unsigned or badly signed requests get 401, bodies over the cap 413, and
 // accepted ones 202 at once: the sweep runs later, on the leader's loop. A
 // burst of hooks coalesces, through Trigger, into at most one extra sweep.
+//
+// # Cadence
+//
+// Run calls the sweep at start, after every resync interval
+// (Options.Interval: 45 s by default, never under 10 s) and when the Trigger
+// fires; sweeps never overlap.
 package gitops

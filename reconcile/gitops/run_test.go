@@ -1,0 +1,76 @@
+package gitops
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRunSweepsAtStartAndOnInterval(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		Run(ctx, 20*time.Millisecond, NewTrigger(), func(context.Context) {
+			if n.Add(1) == 3 {
+				cancel()
+			}
+		})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not sweep three times within 5s")
+	}
+}
+
+func TestRunTriggerDuringSweepIsOneExtraSweep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trig := NewTrigger()
+	started := make(chan struct{})
+	release := make(chan struct{})
+	sweeps := make(chan int, 10)
+	var n int
+	go Run(ctx, time.Hour, trig, func(context.Context) {
+		n++
+		sweeps <- n
+		if n == 1 {
+			close(started)
+			<-release
+		}
+	})
+	<-started
+	for range 20 {
+		trig.Fire()
+	}
+	close(release)
+	if got := <-sweeps; got != 1 {
+		t.Fatalf("first sweep = %d", got)
+	}
+	if got := <-sweeps; got != 2 {
+		t.Fatalf("second sweep = %d", got)
+	}
+	select {
+	case got := <-sweeps:
+		t.Errorf("sweep %d ran: a burst during a sweep must cost one extra sweep only", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		Run(ctx, time.Hour, NewTrigger(), func(context.Context) {})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
