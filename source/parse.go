@@ -101,6 +101,10 @@ func parseFile(file string, data []byte) ([]Object, []FileError) {
 			// An empty document (a bare "---" or only comments).
 		case isKustomizeKind(obj):
 			errs = append(errs, FileError{File: file, Doc: doc, Err: ErrKustomization})
+		case obj.IsList():
+			items, ierrs := listItems(file, doc, obj)
+			objs = append(objs, items...)
+			errs = append(errs, ierrs...)
 		default:
 			objs = append(objs, Object{File: file, Doc: doc, Obj: obj})
 		}
@@ -137,4 +141,23 @@ func decode(raw []byte) (*unstructured.Unstructured, error) {
 func isKustomizeKind(obj *unstructured.Unstructured) bool {
 	return obj.GetKind() == "Kustomization" &&
 		strings.HasPrefix(obj.GetAPIVersion(), "kustomize.config.k8s.io/")
+}
+
+// listItems expands a List document (kind: List, or any *List with items), as
+// kubectl apply does; every item keeps the document's index.
+func listItems(file string, doc int, obj *unstructured.Unstructured) ([]Object, []FileError) {
+	var objs []Object
+	var errs []FileError
+	items, _ := obj.Object["items"].([]any)
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		apiVersion, _ := m["apiVersion"].(string)
+		kind, _ := m["kind"].(string)
+		if !ok || apiVersion == "" || kind == "" {
+			errs = append(errs, FileError{File: file, Doc: doc, Err: fmt.Errorf("list item %d: %w", i+1, ErrTypeless)})
+			continue
+		}
+		objs = append(objs, Object{File: file, Doc: doc, Obj: &unstructured.Unstructured{Object: m}})
+	}
+	return objs, errs
 }

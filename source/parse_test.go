@@ -94,6 +94,22 @@ kind: ConfigMap
 			files:  map[string]string{"tab.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n\tname: t\n"},
 			errs:   []ferr{{"tab.yaml", 1, ErrMalformed}},
 		},
+		"list expanded": {
+			reason: "a List document applies its items, as kubectl does",
+			files: map[string]string{"l.yaml": `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: one, namespace: ns}
+- foo: bar
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: two}
+`},
+			want: []obj{{"l.yaml", 1, "ConfigMap", "ns", "one"}, {"l.yaml", 1, "Namespace", "", "two"}},
+			errs: []ferr{{"l.yaml", 1, ErrTypeless}},
+		},
 		"empty file": {
 			reason: "an empty file holds no objects and is no error",
 			files:  map[string]string{"empty.yaml": ""},

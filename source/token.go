@@ -78,6 +78,13 @@ type Credentials interface {
 	Reload() (Token, error)
 }
 
+// NoCredentials reports whether c is nil, or a nil *TokenFile (as returned
+// by Options.Credentials when no file is configured) held in the interface.
+func NoCredentials(c Credentials) bool {
+	f, ok := c.(*TokenFile)
+	return c == nil || (ok && f == nil)
+}
+
 // ErrEmptyToken is returned when a token file holds only whitespace.
 var ErrEmptyToken = errors.New("token file is empty")
 
@@ -103,8 +110,12 @@ func OpenTokenFile(path string) (*TokenFile, error) {
 // Path returns the file the token is read from.
 func (f *TokenFile) Path() string { return f.path }
 
-// Token returns the token as last read.
+// Token returns the token as last read. A nil *TokenFile holds the empty
+// token, so a nil one stored in an interface fails closed rather than panics.
 func (f *TokenFile) Token() Token {
+	if f == nil {
+		return Token{}
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.tok
@@ -112,6 +123,9 @@ func (f *TokenFile) Token() Token {
 
 // Reload re-reads the file. On error the previous token is kept.
 func (f *TokenFile) Reload() (Token, error) {
+	if f == nil {
+		return Token{}, errors.New("no token file configured")
+	}
 	b, err := os.ReadFile(f.path)
 	if err != nil {
 		// os errors name the path only, never the content.

@@ -190,3 +190,21 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestNilTokenFileFailsClosed(t *testing.T) {
+	var tf *TokenFile
+	if !tf.Token().IsZero() {
+		t.Error("nil TokenFile has a token")
+	}
+	if _, err := tf.Reload(); err == nil {
+		t.Error("nil TokenFile reloaded")
+	}
+	o := Options{}
+	creds, err := o.Credentials()
+	if err != nil || creds != nil {
+		t.Fatalf("Credentials() without a file = %v, %v", creds, err)
+	}
+	if !NoCredentials(creds) || !NoCredentials(nil) {
+		t.Error("NoCredentials misses a nil *TokenFile in the interface")
+	}
+}

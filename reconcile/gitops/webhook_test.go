@@ -118,6 +118,12 @@ func TestWebhook(t *testing.T) {
 			headers: with(json, HeaderGeneric, "sha256="+sign("", body)),
 			code:    http.StatusUnauthorized,
 		},
+		"nil token file fails closed": {
+			reason: "a nil *source.TokenFile stored as the Secret refuses, never panics or accepts",
+			secret: (*source.TokenFile)(nil), body: body,
+			headers: with(json, HeaderGeneric, "sha256="+sign("", body)),
+			code:    http.StatusUnauthorized,
+		},
 		"too large": {
 			secret: staticSecret(hookSecret), body: strings.Repeat("x", 65),
 			headers: map[string]string{HeaderGeneric: "sha256=" + sign(hookSecret, strings.Repeat("x", 65))},

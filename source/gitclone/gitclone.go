@@ -104,6 +104,9 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if o.Branch == "" {
 		return nil, errors.New("git branch is empty")
 	}
+	if source.NoCredentials(creds) {
+		creds = nil
+	}
 	if o.Username == "" {
 		o.Username = "git"
 	}

@@ -123,6 +123,9 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 		base.Path += "/"
 	}
 
+	if source.NoCredentials(creds) {
+		creds = nil
+	}
 	gh := github.NewClient(newHTTPClient(o, creds))
 	gh.BaseURL = base
 	gh.UserAgent = "universe-operator-gitops"
