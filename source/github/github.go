@@ -42,7 +42,8 @@ type Options struct {
 	Path string
 	// Timeout bounds one HTTP attempt.
 	Timeout time.Duration
-	// RetryMax is how many times a failed request is retried.
+	// RetryMax is how many times a failed request is retried; 0 never
+	// retries. The other zero values mean the default.
 	RetryMax int
 	// MaxRetryAfter is the longest Retry-After honoured by waiting; a longer
 	// one fails the request so the next sweep tries again.
@@ -104,12 +105,19 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if o.Branch == "" {
 		return nil, errors.New("github branch is empty")
 	}
+	// Zero values take the defaults, so Options{Repository, Branch} works.
 	d := DefaultOptions()
 	if o.BaseURL == "" {
 		o.BaseURL = d.BaseURL
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = d.MaxRetryAfter
+	}
 	if o.Concurrency < 1 {
-		o.Concurrency = 1
+		o.Concurrency = d.Concurrency
 	}
 	base, err := url.Parse(o.BaseURL)
 	if err != nil || base.Scheme == "" || base.Host == "" {
