@@ -68,8 +68,8 @@ var Extensions = []Extension{
 	},
 	{
 		Placement: PlacementCanonical, Kinds: []string{"Gateway"}, Field: "routes[].rateLimit",
-		Reason: "HIP-412 writes the name of a rateLimits entry where the Rust type has an object; the field takes either (free-form, checked by a CEL rule)",
-		Read:   "v1.GatewayRoute.RateLimitOf(spec.rateLimits)",
+		Reason: "HIP-412 writes the name of a rateLimits entry where the Rust type has an object; the field takes either (free-form: the apiserver cannot check a free-form field with CEL, so the conversion rejects other shapes)",
+		Read:   "v1.GatewayRoute.RateLimitOf(spec.rateLimits), which rejects other shapes",
 	},
 	{
 		Placement: PlacementV1alpha1, Kinds: []string{"HanzoService"}, Field: "probes",
@@ -98,7 +98,7 @@ var Extensions = []Extension{
 	},
 	{
 		Placement: PlacementHIP, Kinds: []string{"Network"}, Field: "validators",
-		Reason: "HIP-414 writes a validator object where v0.6 has a count; the field takes either (free-form, checked by a CEL rule)",
+		Reason: "HIP-414 writes a validator object where v0.6 has a count; the field takes either (free-form: the apiserver cannot check a free-form field with CEL, so the conversion rejects other shapes)",
 		Read:   "hip.ToNetwork: a count, or validatorTemplate with its replicas",
 	},
 	{

@@ -43,7 +43,7 @@ type NetworkSpec struct {
 	// +optional
 	EVMChainID int64 `json:"evmChainID,omitempty"`
 	// Validators is the validator count (v0.6) or a validator template object (HIP-414).
-	// +kubebuilder:validation:XValidation:rule="type(self) == int || type(self) == map",message="validators must be a count or a validator object"
+	// It is free-form, which CEL cannot check; ToNetwork rejects another shape.
 	// +optional
 	Validators *apiextensionsv1.JSON `json:"validators,omitempty"`
 	// +optional

@@ -142,7 +142,8 @@ type GatewayRoute struct {
 	StripPrefix bool `json:"stripPrefix,omitempty"`
 	// RateLimit is either a RateLimit object or, as HIP-412 CRs write it, the name of an entry
 	// of rateLimits. Read it with RateLimitOf.
-	// +kubebuilder:validation:XValidation:rule="type(self) == string || (type(self) == map && has(self.name) && has(self.maxRate) && has(self.every))",message="routes[].rateLimit must be the name of a rateLimits entry or an object with name, maxRate and every"
+	// The apiserver cannot type-check a free-form field with CEL, so RateLimitOf is where a
+	// wrong shape is caught.
 	// +optional
 	RateLimit *apiextensionsv1.JSON `json:"rateLimit,omitempty"`
 	// +optional
