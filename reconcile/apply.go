@@ -1,0 +1,220 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/fluxcd/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Field managers of the operator's layers.
+const (
+	// ManagerKinds applies the children each Kind builds.
+	ManagerKinds = "universe-operator"
+	// ManagerGitOps applies the custom resources read from git.
+	ManagerGitOps = "universe-operator-gitops"
+)
+
+// Action is what an apply did to one object.
+type Action string
+
+// Actions, in the words of the drift log.
+const (
+	Created Action = "CREATE"
+	Updated Action = "UPDATE"
+	InSync  Action = "in-sync"
+	Deleted Action = "DELETE"
+	Failed  Action = "ERROR"
+	Denied  Action = "DENIED"
+)
+
+// ObjRef names an object in logs, reports and JSON.
+type ObjRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// RefOf returns the reference of obj.
+func RefOf(obj *unstructured.Unstructured) ObjRef {
+	gvk := obj.GroupVersionKind()
+	return ObjRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// String renders Kind/namespace/name (Kind/name for cluster-scoped objects).
+func (r ObjRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// GroupKind returns the object's group and kind.
+func (r ObjRef) GroupKind() schema.GroupKind { return schema.GroupKind{Group: r.Group, Kind: r.Kind} }
+
+// Result is the outcome of applying one object.
+type Result struct {
+	Object ObjRef `json:"object"`
+	Action Action `json:"action"`
+	// DriftedBy names the field managers that had changed fields this apply took back.
+	DriftedBy []string `json:"driftedBy,omitempty"`
+	// Message explains Failed and Denied; for Denied it names the missing RBAC grant.
+	Message string `json:"message,omitempty"`
+	Err     error  `json:"-"`
+}
+
+// Applier server-side applies objects through fluxcd/pkg/ssa under one field manager,
+// object by object, so one bad object never stops the others.
+type Applier struct {
+	Client      client.Client
+	Manager     string
+	Concurrency int // objects applied at once; 0 means 4
+}
+
+// Apply applies objs and returns one Result per object, in the order given. Each object
+// costs a get and a server-side dry-run; only drifted or new objects are then applied.
+func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) []Result {
+	results := make([]Result, len(objs))
+	limit := a.Concurrency
+	if limit <= 0 {
+		limit = 4
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, obj := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = a.applyOne(ctx, obj)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) Result {
+	ref := RefOf(obj)
+	var existing, applied *unstructured.Unstructured
+	// Observe the live object ssa reads and the object the apply returns: the two sets of
+	// managedFields are what drift attribution needs, at no extra request.
+	c := interceptor.NewClient(a.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, o, opts...)
+			if u, ok := o.(*unstructured.Unstructured); ok && err == nil && existing == nil {
+				existing = u.DeepCopy()
+			}
+			return err
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, o, p, opts...)
+			if u, ok := o.(*unstructured.Unstructured); ok && err == nil && !isDryRun(opts) {
+				applied = u.DeepCopy()
+			}
+			return err
+		},
+	})
+	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: a.Manager, Group: "openuniverse.dev"})
+	entry, err := rm.Apply(ctx, obj.DeepCopy(), ssa.DefaultApplyOptions())
+	if err != nil {
+		return failure(ref, err)
+	}
+	switch entry.Action {
+	case ssa.CreatedAction:
+		return Result{Object: ref, Action: Created}
+	case ssa.ConfiguredAction:
+		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}
+	default:
+		return Result{Object: ref, Action: InSync}
+	}
+}
+
+func isDryRun(opts []client.PatchOption) bool {
+	po := &client.PatchOptions{}
+	po.ApplyOptions(opts)
+	return len(po.DryRun) > 0
+}
+
+// failure classifies an apply error: a 403 is Denied with the grant it lacked, anything
+// else Failed.
+func failure(ref ObjRef, err error) Result {
+	if apierrors.IsForbidden(err) {
+		return Result{Object: ref, Action: Denied, Err: err, Message: MissingGrant(ref, "patch")}
+	}
+	return Result{Object: ref, Action: Failed, Err: err, Message: err.Error()}
+}
+
+// MissingGrant describes the RBAC rule the operator needs to verb ref.
+func MissingGrant(ref ObjRef, verb string) string {
+	group := ref.Group
+	if group == "" {
+		group = `""`
+	}
+	scope := "cluster-wide"
+	if ref.Namespace != "" {
+		scope = "in namespace " + ref.Namespace
+	}
+	return fmt.Sprintf("forbidden: grant verbs [get patch] on apiGroup %s kind %s %s (failed verb: %s)", group, ref.Kind, scope, verb)
+}
+
+// DriftedBy names the field managers whose changes an apply took back: managers that, on
+// the live object before the apply, owned fields that manager owns after it and that they
+// no longer own (a forced apply takes over only fields whose value differed; equal values
+// stay shared). It reads only managedFields, so it names a controller, kubectl or a
+// person's tool exactly as the apiserver recorded it. Status-subresource entries are
+// ignored.
+func DriftedBy(before, after *unstructured.Unstructured, manager string) []string {
+	if before == nil || after == nil {
+		return nil
+	}
+	afterSets := managedSets(after)
+	ours, ok := afterSets[manager]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for m, had := range managedSets(before) {
+		if m == manager {
+			continue
+		}
+		lost := had
+		if still, ok := afterSets[m]; ok {
+			lost = had.Difference(still)
+		}
+		if !lost.Intersection(ours).Empty() {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// managedSets returns the fields each manager owns on obj (main resource only).
+func managedSets(obj *unstructured.Unstructured) map[string]*fieldpath.Set {
+	sets := map[string]*fieldpath.Set{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			continue
+		}
+		if prev, ok := sets[e.Manager]; ok {
+			s = prev.Union(s)
+		}
+		sets[e.Manager] = s
+	}
+	return sets
+}
