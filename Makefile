@@ -30,7 +30,7 @@ e2e: controlplane build ## Run the end-to-end suite only
 	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
 
 generate: ## Regenerate deepcopy code and CRD bundles
-	hack/generate.sh
+	go generate ./kinds/...
 
 verify: generate ## Fail when generated files are stale
 	git diff --exit-code -- kinds
