@@ -1,0 +1,65 @@
+package kinds_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/hip"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/kinds/v1alpha1"
+)
+
+// TestAddToScheme checks that every Go type has exactly one GroupVersionKind in a universe,
+// as controller-runtime's client needs, and that families land in their groups.
+func TestAddToScheme(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := kinds.AddToScheme(s, "zoo.cloud"); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		obj  runtime.Object
+		want schema.GroupVersionKind
+	}{
+		"universe":    {&v1.Service{}, schema.GroupVersionKind{Group: "zoo.cloud", Version: "v1", Kind: "Service"}},
+		"kms":         {&v1.KMSSecret{}, schema.GroupVersionKind{Group: "kms.zoo.cloud", Version: "v1", Kind: "KMSSecret"}},
+		"chain":       {&v1.Network{}, schema.GroupVersionKind{Group: "bootno.de", Version: "v1", Kind: "Network"}},
+		"chain list":  {&v1.IndexerList{}, schema.GroupVersionKind{Group: "bootno.de", Version: "v1", Kind: "IndexerList"}},
+		"legacy":      {&v1alpha1.HanzoService{}, schema.GroupVersionKind{Group: "zoo.cloud", Version: "v1alpha1", Kind: "HanzoService"}},
+		"hip network": {&hip.Network{}, schema.GroupVersionKind{Group: "zoo.cloud", Version: "v1", Kind: "Network"}},
+		"hip subnet":  {&hip.Subnet{}, schema.GroupVersionKind{Group: "zoo.cloud", Version: "v1", Kind: "Subnet"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gvks, _, err := s.ObjectKinds(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]schema.GroupVersionKind{tc.want}, gvks); diff != "" {
+				t.Errorf("ObjectKinds(%T) (-want +got):\n%s", tc.obj, diff)
+			}
+		})
+	}
+	for _, k := range v1.Kinds() {
+		gvks, _, err := s.ObjectKinds(k.New())
+		if err != nil || len(gvks) != 1 {
+			t.Errorf("%s: kinds %v, err %v; want exactly one", k.Name, gvks, err)
+		}
+	}
+	if err := kinds.AddToScheme(runtime.NewScheme(), "bootno.de"); err == nil {
+		t.Error("AddToScheme(bootno.de): no error")
+	}
+}
+
+func TestGroupVersions(t *testing.T) {
+	want := []schema.GroupVersion{
+		{Group: "hanzo.ai", Version: "v1"}, {Group: "kms.hanzo.ai", Version: "v1"},
+		{Group: "bootno.de", Version: "v1"}, {Group: "hanzo.ai", Version: "v1alpha1"},
+	}
+	if diff := cmp.Diff(want, kinds.GroupVersions("hanzo.ai")); diff != "" {
+		t.Errorf("GroupVersions (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,149 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+// Context is everything a builder may know beyond the CR itself.
+type Context struct {
+	// APIGroup is the universe group the CR is served in (hanzo.ai, lux.cloud, ...). It decides
+	// the owner references' apiVersion and the group of KMSSecret children.
+	APIGroup string
+}
+
+func (c Context) validate() error {
+	return ValidateGroup(c.APIGroup)
+}
+
+// BuildFunc turns a CR into the objects it materializes. It is pure: no client, environment,
+// clock or randomness; the same CR and Context give the same objects in the same order.
+type BuildFunc func(cr Object, c Context) ([]*unstructured.Unstructured, error)
+
+// Ref names an Entry of the Registry. Kind alone is ambiguous: the HIP-era placements serve
+// MPC, Network, Chain, Validator, Indexer and Explorer at <universe>/v1 next to the canonical
+// chain-family Kinds at bootno.de/v1.
+type Ref struct {
+	Placement Placement
+	Kind      string
+}
+
+func (r Ref) String() string {
+	if r.Placement == PlacementCanonical {
+		return r.Kind
+	}
+	return string(r.Placement) + "/" + r.Kind
+}
+
+// Entry is one served Kind: how to make a typed CR, how to build it, and which child Kinds it
+// owns (for watches and garbage collection).
+type Entry struct {
+	Kind      string
+	Family    Family
+	Placement Placement
+	// New returns an empty typed CR.
+	New func() Object
+	// Build materializes a CR of this Kind. A deliberate "nothing to materialize" for a reason
+	// the CR's status must show (an unknown App role, a delegated role) is a *Halt error.
+	Build BuildFunc
+	// Owns lists the GVKs of the children Build can emit. The universe-relative ones (the
+	// KMSSecret child) are written in the placeholder group; read them with OwnedGVKs.
+	Owns []schema.GroupVersionKind
+}
+
+// GroupVersionKind returns the GVK the Kind is served at in universe group.
+func (e Entry) GroupVersionKind(group string) schema.GroupVersionKind {
+	switch e.Placement {
+	case PlacementV1alpha1:
+		return schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: e.Kind}
+	case PlacementHIP:
+		return schema.GroupVersionKind{Group: group, Version: v1.Version, Kind: e.Kind}
+	default:
+		return schema.GroupVersionKind{Group: e.Family.Group(group), Version: v1.Version, Kind: e.Kind}
+	}
+}
+
+// OwnedGVKs returns Owns with the placeholder group resolved in universe group.
+func (e Entry) OwnedGVKs(group string) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(e.Owns))
+	for _, gvk := range e.Owns {
+		if gvk.Group == PlaceholderGroup || strings.HasSuffix(gvk.Group, "."+PlaceholderGroup) {
+			gvk.Group = strings.TrimSuffix(gvk.Group, PlaceholderGroup) + group
+		}
+		out = append(out, gvk)
+	}
+	return out
+}
+
+// Registry is the one table of served Kinds. Builtin returns it; nothing else switches on a
+// Kind.
+type Registry map[Ref]Entry
+
+// Lookup returns the entry serving gvk in universe group.
+func (r Registry) Lookup(gvk schema.GroupVersionKind, group string) (Entry, bool) {
+	for _, p := range []Placement{PlacementCanonical, PlacementV1alpha1, PlacementHIP} {
+		if e, ok := r[Ref{p, gvk.Kind}]; ok && e.GroupVersionKind(group) == gvk {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Build decodes an unstructured CR into its typed Kind and builds it: the path of `operator
+// render`, `operator diff` and the golden tests. Controllers holding a typed CR call
+// Entry.Build directly.
+func (r Registry) Build(u *unstructured.Unstructured, c Context) ([]*unstructured.Unstructured, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	gvk := u.GroupVersionKind()
+	e, ok := r.Lookup(gvk, c.APIGroup)
+	if !ok {
+		return nil, fmt.Errorf("build %s %s/%s: no builder serves %s in %s", gvk.Kind, u.GetNamespace(), u.GetName(), gvk, c.APIGroup)
+	}
+	obj := e.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("decode %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	return e.Build(obj, c)
+}
+
+// Halt reports that a builder deliberately materializes nothing for a CR. Phase and Reason are
+// what the CR's status should say; a Halt is never a reason to delete existing children.
+type Halt struct {
+	Phase   v1.Phase
+	Reason  string
+	Message string
+}
+
+func (h *Halt) Error() string { return h.Reason + ": " + h.Message }
+
+// The Halt reasons.
+const (
+	// ReasonUnknownRole: an App's role is not in the role table (Degraded).
+	ReasonUnknownRole = "UnknownRole"
+	// ReasonInvalidSpec: the spec cannot be materialized as written (Degraded).
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonDelegated: an App role another controller materializes (Pending).
+	ReasonDelegated = "Delegated"
+	// ReasonNoOp: an App role that materializes nothing (Pending).
+	ReasonNoOp = "NoOp"
+)
+
+// AsHalt returns the Halt in err's chain, if any.
+func AsHalt(err error) (*Halt, bool) {
+	var h *Halt
+	ok := errors.As(err, &h)
+	return h, ok
+}
+
+func invalidSpec(format string, args ...any) *Halt {
+	return &Halt{Phase: v1.PhaseDegraded, Reason: ReasonInvalidSpec, Message: fmt.Sprintf(format, args...)}
+}
