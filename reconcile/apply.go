@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,6 +179,11 @@ func DriftedBy(before, after *unstructured.Unstructured, manager string) []strin
 	if before == nil || after == nil {
 		return nil
 	}
+	return driftedBy(before.GetManagedFields(), after.GetManagedFields(), manager)
+}
+
+// driftedBy is DriftedBy over the managedFields of the two objects.
+func driftedBy(before, after []metav1.ManagedFieldsEntry, manager string) []string {
 	afterSets := managedSets(after)
 	ours, ok := afterSets[manager]
 	if !ok {
@@ -200,10 +206,10 @@ func DriftedBy(before, after *unstructured.Unstructured, manager string) []strin
 	return out
 }
 
-// managedSets returns the fields each manager owns on obj (main resource only).
-func managedSets(obj *unstructured.Unstructured) map[string]*fieldpath.Set {
+// managedSets returns the fields each manager owns (main resource only).
+func managedSets(entries []metav1.ManagedFieldsEntry) map[string]*fieldpath.Set {
 	sets := map[string]*fieldpath.Set{}
-	for _, e := range obj.GetManagedFields() {
+	for _, e := range entries {
 		if e.Subresource != "" || e.FieldsV1 == nil {
 			continue
 		}
