@@ -52,9 +52,14 @@ func TestAdmissionValidation(t *testing.T) {
 			cr:     "apiVersion: hanzo.ai/v1\nkind: Service\nspec:\n  replicas: -1",
 			want:   []string{"spec.replicas", "should be greater than or equal to 0"},
 		},
-		"strategy": {
-			reason: "strategy is RollingUpdate or Recreate",
-			cr:     "apiVersion: hanzo.ai/v1\nkind: LLM\nspec:\n  strategy: BlueGreen",
+		"protocol": {
+			reason: "a port protocol is TCP, UDP or SCTP",
+			cr:     "apiVersion: hanzo.ai/v1\nkind: LLM\nspec:\n  ports: [{name: http, containerPort: 80, protocol: HTTP}]",
+			want:   []string{"spec.ports[0].protocol", `Unsupported value: "HTTP"`},
+		},
+		"legacy strategy": {
+			reason: "HanzoService kept the Go CRD's closed set",
+			cr:     "apiVersion: hanzo.ai/v1alpha1\nkind: HanzoService\nspec:\n  image: {repository: x}\n  strategy: BlueGreen",
 			want:   []string{"spec.strategy", `Unsupported value: "BlueGreen"`},
 		},
 		"autoscaling bounds": {
@@ -82,9 +87,9 @@ func TestAdmissionValidation(t *testing.T) {
 			cr:     "apiVersion: hanzo.ai/v1\nkind: KV\nspec:\n  storage: {size: lots}",
 			want:   []string{"spec.storage.size"},
 		},
-		"retired type": {
-			reason: "the retired discriminator still only takes engines",
-			cr:     "apiVersion: hanzo.ai/v1\nkind: Datastore\nspec:\n  type: mysql\n  storage: {size: 1Gi}",
+		"legacy datastore engine": {
+			reason: "HanzoDatastore.type is a closed set",
+			cr:     "apiVersion: hanzo.ai/v1alpha1\nkind: HanzoDatastore\nspec:\n  type: mysql\n  storage: {size: 1Gi}",
 			want:   []string{"spec.type", `Unsupported value: "mysql"`},
 		},
 		"managed database engine": {
@@ -142,10 +147,10 @@ func TestAdmissionValidation(t *testing.T) {
 			cr:     "apiVersion: kms.hanzo.ai/v1\nkind: KMSSecret\nspec:\n  keys: KEY",
 			want:   []string{"spec.keys", "must be of type array"},
 		},
-		"path type": {
-			reason: "pathType is a closed set",
-			cr:     "apiVersion: hanzo.ai/v1\nkind: Service\nspec:\n  ingress: {pathRules: [{path: /, pathType: Regex, port: 80}]}",
-			want:   []string{"spec.ingress.pathRules[0].pathType", `Unsupported value: "Regex"`},
+		"path rule port": {
+			reason: "a path rule needs its port",
+			cr:     "apiVersion: hanzo.ai/v1\nkind: Service\nspec:\n  ingress: {pathRules: [{path: /, pathType: Prefix}]}",
+			want:   []string{"spec.ingress.pathRules[0].port", "Required value"},
 		},
 	}
 	cfg := apiServerWith(t, kinds.DefaultAPIGroup)

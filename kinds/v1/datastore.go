@@ -83,8 +83,9 @@ const (
 // Datastore.Engine).
 type DatastoreSpec struct {
 	DBSpec `json:",inline"`
-	// Type is the retired engine discriminator (HIP-401..405, HanzoDatastore).
-	// +kubebuilder:validation:Enum=postgresql;valkey;docdb;minio;s3;nats;datastore
+	// Type is the retired engine discriminator (HIP-401..405, HanzoDatastore). The Rust
+	// operator ran any other value as a generic datastore, so it is not a closed set here;
+	// HanzoDatastore keeps its enum.
 	// +optional
 	Type Engine `json:"type,omitempty"`
 }

@@ -44,7 +44,7 @@ type IngressDomain struct {
 type IngressRoute struct {
 	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path"`
-	// +kubebuilder:validation:Enum=Exact;Prefix;ImplementationSpecific
+	// PathType is Prefix when unset.
 	// +optional
 	PathType string `json:"pathType,omitempty"`
 	// +kubebuilder:validation:MinLength=1

@@ -53,8 +53,9 @@ type ServiceSpec struct {
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
-	// Strategy is Recreate or RollingUpdate (maxSurge 1, maxUnavailable 0).
-	// +kubebuilder:validation:Enum=RollingUpdate;Recreate
+	// Strategy Recreate recreates pods; anything else, including empty, is RollingUpdate with
+	// maxSurge 1 and maxUnavailable 0 (so it is not a closed set: the Rust schema took any
+	// string).
 	// +optional
 	Strategy string `json:"strategy,omitempty"`
 	// +optional

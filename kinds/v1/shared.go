@@ -8,7 +8,8 @@ import (
 
 // ImageSpec names a container image. The image reference is repository[:tag].
 type ImageSpec struct {
-	// +kubebuilder:validation:MinLength=1
+	// Repository is required but may be empty: the Rust schema defaults it to "" for
+	// LuxRuntime and NodeFleet, and App reports an empty one instead of rejecting it.
 	Repository string `json:"repository"`
 	// +optional
 	Tag string `json:"tag,omitempty"`
@@ -94,7 +95,8 @@ type IngressSpec struct {
 type PathRule struct {
 	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path"`
-	// +kubebuilder:validation:Enum=Exact;Prefix;ImplementationSpecific
+	// PathType is Exact or ImplementationSpecific; anything else means Prefix, as the Rust
+	// operator read it, so the field is not a closed set.
 	PathType string `json:"pathType"`
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -269,7 +271,6 @@ type StorageSpec struct {
 	// +optional
 	StorageClassName string            `json:"storageClassName,omitempty"`
 	Size             resource.Quantity `json:"size"`
-	// +kubebuilder:validation:Enum=Retain;Delete
 	// +optional
 	RetentionPolicy string `json:"retentionPolicy,omitempty"`
 	// VolumeName is the claim template name ("data" when unset). It is immutable once the
