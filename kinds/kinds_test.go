@@ -44,6 +44,9 @@ func TestAddToScheme(t *testing.T) {
 		})
 	}
 	for _, k := range v1.Kinds() {
+		if _, ok := k.New().(kinds.Object); !ok {
+			t.Errorf("%s is not a kinds.Object", k.Name)
+		}
 		gvks, _, err := s.ObjectKinds(k.New())
 		if err != nil || len(gvks) != 1 {
 			t.Errorf("%s: kinds %v, err %v; want exactly one", k.Name, gvks, err)
