@@ -62,13 +62,13 @@ const (
 // Skip is a file, document or object the sweep does not apply. It always
 // names the file; Kind, Namespace and Name are set when an object was read.
 type Skip struct {
-	File      string
-	Doc       int
-	Kind      string
-	Namespace string
-	Name      string
-	Reason    Reason
-	Message   string
+	File      string `json:"file"`
+	Doc       int    `json:"doc,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Reason    Reason `json:"reason"`
+	Message   string `json:"message"`
 }
 
 // Object renders the skipped object as Kind namespace/name, or "" when the

@@ -144,6 +144,8 @@ type Options struct {
 	WebhookSecretFile string
 	// WebhookMaxBytes caps the body of POST /reconcile.
 	WebhookMaxBytes int64
+	// Concurrency is how many objects a sweep applies at once.
+	Concurrency int
 }
 
 // Resync bounds.
@@ -156,9 +158,12 @@ const (
 // payloads are usually a few KiB; 4 MiB leaves room for large pushes.
 const DefaultMaxBytes = 4 << 20
 
+// DefaultConcurrency is how many objects a sweep applies at once by default.
+const DefaultConcurrency = 16
+
 // DefaultOptions returns the defaults BindFlags registers.
 func DefaultOptions() Options {
-	return Options{Resync: DefaultResync, WebhookMaxBytes: DefaultMaxBytes}
+	return Options{Resync: DefaultResync, WebhookMaxBytes: DefaultMaxBytes, Concurrency: DefaultConcurrency}
 }
 
 // BindFlags registers the gitops flags on fs, with the values already in o as
@@ -172,6 +177,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookSecretFile, "gitops-webhook-secret-file", o.WebhookSecretFile,
 		"File holding the HMAC secret for POST /reconcile; empty accepts unsigned requests.")
 	fs.Int64Var(&o.WebhookMaxBytes, "gitops-webhook-max-bytes", o.WebhookMaxBytes, "Largest accepted POST /reconcile body.")
+	fs.IntVar(&o.Concurrency, "gitops-concurrency", o.Concurrency, "Objects a git sweep applies at once.")
 }
 
 // Scope builds the scope; operatorNamespace is owned when no namespace is

@@ -1,0 +1,191 @@
+package gitops
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/openuniverse/operator/reconcile"
+)
+
+// Report is the outcome of one sweep, as logged, counted and served at
+// GET /gitops.
+type Report struct {
+	// Revision is the commit the sweep read; empty when it could not resolve one.
+	Revision string    `json:"revision,omitempty"`
+	Started  time.Time `json:"started"`
+	Duration float64   `json:"durationSeconds"`
+	// Idle is true when the head was unchanged and no applied object had
+	// moved, so the sweep sent the apiserver nothing.
+	Idle    bool    `json:"idle"`
+	Summary Summary `json:"summary"`
+	// Results has one entry per applied object, in plan order; objects the
+	// idle check found in sync are in-sync without an apply.
+	Results []reconcile.Result `json:"results,omitempty"`
+	Skips   []Skip             `json:"skips,omitempty"`
+	// Error says why the sweep stopped early (head, snapshot); it applied
+	// nothing then, and retries on the next tick.
+	Error string `json:"error,omitempty"`
+}
+
+// Summary counts a sweep's outcome, with the names of the reference loop.
+type Summary struct {
+	Files      int `json:"files"`
+	Refetched  int `json:"refetched"`
+	Created    int `json:"created"`
+	Updated    int `json:"updated"`
+	InSync     int `json:"inSync"`
+	Errors     int `json:"errors"`
+	Denied     int `json:"denied"`
+	Skipped    int `json:"skipped"`
+	OutOfScope int `json:"outOfScope"`
+	// Applied is how many objects the sweep sent to the apiserver.
+	Applied int `json:"applied"`
+}
+
+// OutOfScope reports whether a skip is the scope refusing a valid object
+// (as opposed to a file or document that is not a usable object).
+func (r Reason) OutOfScope() bool {
+	switch r {
+	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonClusterWideNotOwned,
+		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope:
+		return true
+	}
+	return false
+}
+
+// Summarize counts results and skips. It is pure.
+func Summarize(files, refetched, applied int, results []reconcile.Result, skips []Skip) Summary {
+	s := Summary{Files: files, Refetched: refetched, Applied: applied}
+	for _, r := range results {
+		switch r.Action {
+		case reconcile.Created:
+			s.Created++
+		case reconcile.Updated:
+			s.Updated++
+		case reconcile.InSync:
+			s.InSync++
+		case reconcile.Denied:
+			s.Denied++
+		default:
+			s.Errors++
+		}
+	}
+	for _, sk := range skips {
+		if sk.Reason.OutOfScope() {
+			s.OutOfScope++
+		} else {
+			s.Skipped++
+		}
+	}
+	return s
+}
+
+// logReport writes one line per object and per skip, then the summary.
+// Messages are constant; no object content is ever logged.
+func logReport(log logr.Logger, r *Report, files map[reconcile.ObjRef]string) {
+	for _, res := range r.Results {
+		kv := []any{"object", res.Object.String(), "action", res.Action, "file", files[res.Object], "revision", r.Revision}
+		switch res.Action {
+		case reconcile.Created:
+			log.Info("Created object", kv...)
+		case reconcile.Updated:
+			log.Info("Reverted drift", append(kv, "driftedBy", res.DriftedBy)...)
+		case reconcile.InSync:
+			log.V(1).Info("In sync", kv...)
+		case reconcile.Denied:
+			log.Info("Apply denied, widen the operator's RBAC or narrow GITOPS_NAMESPACES", append(kv, "grant", res.Message)...)
+		default:
+			log.Info("Apply failed, retrying on the next sweep", append(kv, "error", res.Message)...)
+		}
+	}
+	for _, s := range r.Skips {
+		log.Info("Skipping, this object is not reconciled", "file", s.File, "doc", s.Doc, "object", s.Object(),
+			"reason", s.Reason, "message", s.Message)
+	}
+	s := r.Summary
+	log.Info("Sweep complete (never prunes)", "revision", r.Revision, "idle", r.Idle, "applied", s.Applied,
+		"files", s.Files, "refetched", s.Refetched, "created", s.Created, "updated", s.Updated, "inSync", s.InSync,
+		"errors", s.Errors, "denied", s.Denied, "skipped", s.Skipped, "outOfScope", s.OutOfScope,
+		"durationSeconds", r.Duration)
+}
+
+// Prometheus collectors, registered once on controller-runtime's registry.
+var (
+	metricObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_operator_gitops_objects_total",
+		Help: "Objects handled by git sweeps, by result: created, updated, in_sync, errors, denied, skipped, out_of_scope.",
+	}, []string{"result"})
+	metricDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_operator_gitops_drift_reverted_total",
+		Help: "Drift the git sweep reverted, by the field manager that had changed the object.",
+	}, []string{"manager"})
+	metricSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_operator_gitops_sweeps_total",
+		Help: "Git sweeps by outcome: applied (sent objects), idle (sent nothing) or failed.",
+	}, []string{"outcome"})
+	metricApplied = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "universe_operator_gitops_applies_total",
+		Help: "Objects the git sweep sent to the apiserver.",
+	})
+	metricRefetched = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "universe_operator_gitops_source_refetched_total",
+		Help: "Files fetched from the git host rather than served from the SHA cache.",
+	})
+	metricFiles = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "universe_operator_gitops_source_files",
+		Help: "Manifest files at the last revision read.",
+	})
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		metrics.Registry.MustRegister(metricObjects, metricDrift, metricSweeps, metricApplied, metricRefetched, metricFiles)
+	})
+}
+
+// count adds a report to the Prometheus collectors.
+func count(r *Report) {
+	s := r.Summary
+	switch {
+	case r.Error != "":
+		metricSweeps.WithLabelValues("failed").Inc()
+		return
+	case r.Idle:
+		metricSweeps.WithLabelValues("idle").Inc()
+	default:
+		metricSweeps.WithLabelValues("applied").Inc()
+	}
+	for result, n := range map[string]int{
+		"created": s.Created, "updated": s.Updated, "in_sync": s.InSync, "errors": s.Errors,
+		"denied": s.Denied, "skipped": s.Skipped, "out_of_scope": s.OutOfScope,
+	} {
+		metricObjects.WithLabelValues(result).Add(float64(n))
+	}
+	for _, res := range r.Results {
+		for _, m := range res.DriftedBy {
+			metricDrift.WithLabelValues(m).Inc()
+		}
+	}
+	metricApplied.Add(float64(s.Applied))
+	metricRefetched.Add(float64(s.Refetched))
+	metricFiles.Set(float64(s.Files))
+}
+
+// ServeHTTP serves GET /gitops: the last sweep's Report as JSON, or null
+// before the first sweep (and on a replica that is not the leader).
+func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.Last())
+}

@@ -1,0 +1,417 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/source"
+)
+
+// Sweeper is the git sweep: Head, then (when the head moved) Snapshot, Parse
+// and Plan, then one server-side apply per object the idle check finds
+// stale, under the field manager reconcile.ManagerGitOps. It is a
+// controller-runtime Runnable that runs only on the leader, and an
+// http.Handler for GET /gitops.
+type Sweeper struct {
+	src      source.Source
+	scope    Scope
+	applier  *reconcile.Applier
+	mapper   resettableMapper
+	tracker  *tracker
+	trig     *Trigger
+	interval time.Duration
+	workers  int
+	syncWait time.Duration
+	now      func() time.Time
+
+	// The plan of the last revision read; only Sweep touches it, under sweepMu.
+	sweepMu sync.Mutex
+	rev     string
+	files   int
+	items   []*item
+	skips   []Skip
+
+	mu       sync.Mutex // guards records, inflight and last; watch events read them
+	records  map[key]*Record
+	inflight map[key]bool
+	last     *Report
+}
+
+type resettableMapper interface {
+	meta.RESTMapper
+	Reset()
+}
+
+// item is one object of the plan with what the sweep resolved for it.
+type item struct {
+	Apply
+	key     key
+	digest  string
+	mapping *meta.RESTMapping // nil until the kind resolves
+	mapErr  error
+}
+
+// NewSweeper builds the sweep over its own clients from cfg (copied): a
+// discovery-backed RESTMapper it resets after applying CRDs, a client for
+// the applies and a metadata client for the watches. Requests go through
+// cfg's transport and rate limits.
+func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) (*Sweeper, error) {
+	cfg = rest.CopyConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gitops http client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("gitops discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("gitops client: %w", err)
+	}
+	mc, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("gitops metadata client: %w", err)
+	}
+	workers := opts.Concurrency
+	if workers <= 0 {
+		workers = DefaultConcurrency
+	}
+	s := &Sweeper{
+		src: src, scope: scope, mapper: mapper, trig: NewTrigger(),
+		applier:  &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps, Concurrency: 1},
+		interval: opts.Interval(), workers: workers, syncWait: 10 * time.Second, now: time.Now,
+		records: map[key]*Record{}, inflight: map[key]bool{},
+	}
+	s.tracker = newTracker(mc, s.observe)
+	registerMetrics()
+	return s, nil
+}
+
+// Trigger is the sweep's trigger: the Webhook fires it, and so does the
+// watch when an applied object moves.
+func (s *Sweeper) Trigger() *Trigger { return s.trig }
+
+// Webhook returns the POST /reconcile handler that fires this sweep.
+func (s *Sweeper) Webhook(secret Secret, opts Options, log logr.Logger) *Webhook {
+	if secret == nil {
+		return &Webhook{Trigger: s.trig, MaxBytes: opts.WebhookMaxBytes, Log: log}
+	}
+	return &Webhook{Trigger: s.trig, Secret: secret, MaxBytes: opts.WebhookMaxBytes, Log: log}
+}
+
+// Routes registers POST /reconcile (wh) and GET /gitops (the sweeper) on mux.
+func (s *Sweeper) Routes(mux *http.ServeMux, wh *Webhook) {
+	mux.Handle("/reconcile", wh)
+	mux.Handle("/gitops", s)
+}
+
+// Start runs the sweep cadence (see Run) until ctx is done, then stops the
+// watches. It implements manager.Runnable.
+func (s *Sweeper) Start(ctx context.Context) error {
+	defer s.Close()
+	log := ctrllog.FromContext(ctx).WithName("gitops")
+	ctx = logr.NewContext(ctx, log)
+	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String())
+	Run(ctx, s.interval, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
+// leader sweeps.
+func (s *Sweeper) NeedLeaderElection() bool { return true }
+
+// Close stops the watches. Start calls it on return; call it after using
+// Sweep directly.
+func (s *Sweeper) Close() { s.tracker.close() }
+
+// Last returns the last sweep's report; nil before the first.
+func (s *Sweeper) Last() *Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// Sweep runs one sweep and returns its report, which it also logs, counts
+// and keeps for GET /gitops. Calls never overlap.
+func (s *Sweeper) Sweep(ctx context.Context) Report {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	log := ctrllog.FromContext(ctx)
+	start := s.now()
+	r, err := s.sweep(ctx)
+	r.Started, r.Duration = start, s.now().Sub(start).Seconds()
+	if err != nil {
+		r.Error = err.Error()
+		log.Error(err, "Sweep failed, retrying on the next tick", "revision", r.Revision)
+	} else {
+		files := make(map[reconcile.ObjRef]string, len(s.items))
+		for _, it := range s.items {
+			files[reconcile.RefOf(it.Object)] = it.File
+		}
+		logReport(log, &r, files)
+	}
+	count(&r)
+	s.mu.Lock()
+	s.last = &r
+	s.mu.Unlock()
+	return r
+}
+
+func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
+	rev, err := s.src.Head(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("resolve head: %w", err)
+	}
+	refetched := 0
+	if rev != s.rev || s.items == nil {
+		snap, err := s.src.Snapshot(ctx, rev)
+		if err != nil {
+			return Report{Revision: rev}, fmt.Errorf("read snapshot %s: %w", rev, err)
+		}
+		s.load(snap)
+		refetched = snap.Refetched
+	}
+	s.resolve(ctx)
+	stale := s.stale()
+	results, applied := s.applyStaged(ctx, stale)
+	return Report{
+		Revision: rev, Idle: applied == 0, Results: results, Skips: s.skips,
+		Summary: Summarize(s.files, refetched, applied, results, s.skips),
+	}, nil
+}
+
+// load plans a new snapshot, keeping what was resolved for unchanged kinds
+// and forgetting the records of objects git no longer declares (they are
+// never deleted from the cluster).
+func (s *Sweeper) load(snap *source.Snapshot) {
+	plan := s.scope.Plan(source.Parse(snap))
+	prev := map[key]*item{}
+	for _, it := range s.items {
+		prev[it.key] = it
+	}
+	items := make([]*item, 0, len(plan.Applies))
+	keep := map[key]bool{}
+	for _, a := range plan.Applies {
+		it := &item{Apply: a, key: keyOf(a.Object), digest: Digest(a.Object)}
+		if p := prev[it.key]; p != nil && p.Object.GetAPIVersion() == a.Object.GetAPIVersion() {
+			it.mapping = p.mapping
+		}
+		keep[it.key] = true
+		items = append(items, it)
+	}
+	s.mu.Lock()
+	for k := range s.records {
+		if !keep[k] {
+			delete(s.records, k)
+		}
+	}
+	s.mu.Unlock()
+	s.rev, s.files, s.items, s.skips = snap.Revision, len(snap.Files), items, plan.Skips
+}
+
+// resolve maps the kinds not yet mapped (resetting the mapper once when a
+// kind is unknown: a CRD may have appeared) and makes sure a watch covers
+// every mapped object.
+func (s *Sweeper) resolve(ctx context.Context) {
+	reset := false
+	keys := map[watchKey]schema.GroupKind{}
+	for _, it := range s.items {
+		if it.mapping == nil {
+			gvk := it.Object.GroupVersionKind()
+			m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if meta.IsNoMatchError(err) && !reset {
+				s.mapper.Reset()
+				reset = true
+				m, err = s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			}
+			it.mapping, it.mapErr = m, err
+		}
+		if it.mapping != nil {
+			keys[s.watchKey(it)] = it.key.GroupKind
+		}
+	}
+	if len(keys) > 0 {
+		s.tracker.ensure(ctx, keys, s.syncWait)
+	}
+}
+
+// watchKey is the watch that covers it: per owned namespace, or one for all
+// namespaces when all are owned (and for cluster-scoped kinds).
+func (s *Sweeper) watchKey(it *item) watchKey {
+	wk := watchKey{GVR: it.mapping.Resource}
+	if it.mapping.Scope.Name() == meta.RESTScopeNameNamespace && !s.scope.OwnsAll() {
+		wk.Namespace = it.key.Namespace
+	}
+	return wk
+}
+
+// stale runs the idle check over the plan against the watches.
+func (s *Sweeper) stale() []bool {
+	now := s.now()
+	out := make([]bool, len(s.items))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, it := range s.items {
+		if it.mapping == nil {
+			out[i] = true
+			continue
+		}
+		m, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
+		out[i] = Stale(it.digest, s.records[it.key], Live{Watched: watched, Fingerprint: Fingerprint(m)}, now)
+	}
+	return out
+}
+
+// applyStaged applies the stale objects: CRDs and Namespaces first (the
+// plan orders them first), then, after waiting for changed CRDs to be
+// established and resetting the mapper, the rest. It returns one result per
+// item and how many objects it sent.
+func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]reconcile.Result, int) {
+	results := make([]reconcile.Result, len(s.items))
+	first := 0
+	for first < len(s.items) && (s.items[first].key.GroupKind == crdKind || s.items[first].key.GroupKind == namespaceKind) {
+		first++
+	}
+	applied := s.applyRange(ctx, s.items[:first], stale[:first], results[:first])
+	var changed []*item
+	for i, it := range s.items[:first] {
+		a := results[i].Action
+		if it.key.GroupKind == crdKind && (a == reconcile.Created || a == reconcile.Updated) {
+			changed = append(changed, it)
+		}
+	}
+	if len(changed) > 0 {
+		s.waitEstablished(ctx, changed)
+		s.mapper.Reset()
+		for _, it := range s.items[first:] {
+			if it.mapping == nil {
+				it.mapErr = nil
+			}
+		}
+		s.resolve(ctx)
+	}
+	applied += s.applyRange(ctx, s.items[first:], stale[first:], results[first:])
+	return results, applied
+}
+
+// applyRange applies the stale items concurrently; one failure never stops
+// the others.
+func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, results []reconcile.Result) int {
+	sem := make(chan struct{}, s.workers)
+	var wg sync.WaitGroup
+	n := 0
+	for i, it := range items {
+		ref := reconcile.RefOf(it.Object)
+		switch {
+		case !stale[i]:
+			results[i] = reconcile.Result{Object: ref, Action: reconcile.InSync}
+			continue
+		case it.mapping == nil:
+			err := fmt.Errorf("no API serves %s (is its CustomResourceDefinition installed?): %w", it.Object.GroupVersionKind(), it.mapErr)
+			results[i] = reconcile.Result{Object: ref, Action: reconcile.Failed, Err: err, Message: err.Error()}
+			continue
+		}
+		n++
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = s.applyOne(ctx, it)
+		}()
+	}
+	wg.Wait()
+	return n
+}
+
+// applyOne applies one object with a single request when the watch knows
+// its live state, else through the get-and-dry-run path, and records it.
+func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
+	s.mu.Lock()
+	s.inflight[it.key] = true
+	s.mu.Unlock()
+	live, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
+	var res reconcile.Result
+	rec := &Record{Digest: it.digest, Before: Fingerprint(live)}
+	if watched {
+		var after *unstructured.Unstructured
+		res, after = s.applier.ApplyKnown(ctx, it.Object, live)
+		if after != nil {
+			rec.After = Fingerprint(after)
+		}
+	} else {
+		res = s.applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]
+	}
+	rec.OK = res.Action != reconcile.Failed && res.Action != reconcile.Denied
+	rec.At = s.now()
+	s.mu.Lock()
+	s.records[it.key] = rec
+	delete(s.inflight, it.key)
+	s.mu.Unlock()
+	return res
+}
+
+// observe is the watch's event handler: when an object we applied moves
+// away from what we applied, it fires the trigger so the correction is
+// prompt. Our own writes (in flight, or matching the record) do not fire.
+func (s *Sweeper) observe(k key, m metav1.Object) {
+	s.mu.Lock()
+	rec, inflight := s.records[k], s.inflight[k]
+	s.mu.Unlock()
+	if rec == nil || inflight {
+		return
+	}
+	if Stale(rec.Digest, rec, Live{Watched: true, Fingerprint: Fingerprint(m)}, s.now()) {
+		s.trig.Fire()
+	}
+}
+
+// waitEstablished polls the CRDs just applied until the apiserver serves
+// them (condition Established), for at most 30 s; whatever is not served by
+// then fails in the second stage and is retried on the next sweep.
+func (s *Sweeper) waitEstablished(ctx context.Context, crds []*item) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, it := range crds {
+		for ctx.Err() == nil {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(it.Object.GroupVersionKind())
+			if err := s.applier.Client.Get(ctx, client.ObjectKey{Name: it.key.Name}, u); err == nil && established(u) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func established(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
