@@ -91,15 +91,15 @@ func TestStale(t *testing.T) {
 		want   bool
 	}{
 		"idle: same desired state, live is what we applied": {digest: "d1", rec: rec, live: watched("fp-after"), want: false},
-		"never applied":                                     {digest: "d1", rec: nil, live: watched("fp-after"), want: true},
-		"git changed the object":                            {digest: "d2", rec: rec, live: watched("fp-after"), want: true},
-		"the last apply failed":                             {digest: "d1", rec: &failed, live: watched("fp-after"), want: true},
-		"no synced watch covers it":                         {digest: "d1", rec: rec, live: Live{}, want: true},
-		"moved out of band":                                 {digest: "d1", rec: rec, live: watched("fp-other"), want: true},
-		"deleted out of band":                               {digest: "d1", rec: rec, live: watched(""), want: true},
-		"watch lags behind our write":                       {digest: "d1", rec: rec, live: watched("fp-before"), want: false},
-		"watch lags behind our create":                      {digest: "d1", rec: created, live: watched(""), want: false},
-		"a lag longer than the grace is not lag":            {digest: "d1", rec: &old, live: watched("fp-before"), want: true},
+		"never applied":                          {digest: "d1", rec: nil, live: watched("fp-after"), want: true},
+		"git changed the object":                 {digest: "d2", rec: rec, live: watched("fp-after"), want: true},
+		"the last apply failed":                  {digest: "d1", rec: &failed, live: watched("fp-after"), want: true},
+		"no synced watch covers it":              {digest: "d1", rec: rec, live: Live{}, want: true},
+		"moved out of band":                      {digest: "d1", rec: rec, live: watched("fp-other"), want: true},
+		"deleted out of band":                    {digest: "d1", rec: rec, live: watched(""), want: true},
+		"watch lags behind our write":            {digest: "d1", rec: rec, live: watched("fp-before"), want: false},
+		"watch lags behind our create":           {digest: "d1", rec: created, live: watched(""), want: false},
+		"a lag longer than the grace is not lag": {digest: "d1", rec: &old, live: watched("fp-before"), want: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
