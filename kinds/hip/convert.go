@@ -35,6 +35,16 @@ func ToExplorer(in *Explorer) *v1.Explorer {
 	return &v1.Explorer{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}
 }
 
+// ToLuxRuntime converts a universe-group LuxRuntime to the canonical LuxRuntime.
+func ToLuxRuntime(in *LuxRuntime) *v1.LuxRuntime {
+	return &v1.LuxRuntime{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}
+}
+
+// ToNodeFleet converts a universe-group NodeFleet to the canonical NodeFleet.
+func ToNodeFleet(in *NodeFleet) *v1.NodeFleet {
+	return &v1.NodeFleet{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}
+}
+
 // ToChain converts a HIP-era Chain to the canonical Chain: vmID becomes vmId and subnetID
 // becomes networkId when the canonical spellings are unset.
 func ToChain(in *Chain) *v1.Chain {

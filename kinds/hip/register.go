@@ -13,7 +13,7 @@ func GroupVersion(universe string) schema.GroupVersion {
 	return schema.GroupVersion{Group: universe, Version: "v1"}
 }
 
-// AddToScheme registers the HIP-era placements at <universe>/v1.
+// AddToScheme registers the pre-bootno.de placements at <universe>/v1.
 func AddToScheme(s *runtime.Scheme, universe string) error {
 	if universe == "" {
 		return fmt.Errorf("register HIP-era kinds: empty API group")
@@ -27,6 +27,8 @@ func AddToScheme(s *runtime.Scheme, universe string) error {
 		&Subnet{}, &SubnetList{},
 		&Indexer{}, &IndexerList{},
 		&Explorer{}, &ExplorerList{},
+		&LuxRuntime{}, &LuxRuntimeList{},
+		&NodeFleet{}, &NodeFleetList{},
 	)
 	metav1.AddToGroupVersion(s, gv)
 	return nil

@@ -265,3 +265,57 @@ type ExplorerList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Explorer `json:"items"`
 }
+
+// LuxRuntime is LuxRuntime at the universe group, where the v0.6 bundles put it; its spec is
+// the canonical one.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=luxruntimes,singular=luxruntime,categories=universe
+// +kubebuilder:printcolumn:name="NetworkID",type=integer,JSONPath=`.spec.networkID`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Validators",type=integer,JSONPath=`.status.activeValidators`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LuxRuntime struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   v1.LuxRuntimeSpec   `json:"spec,omitempty"`
+	Status v1.LuxRuntimeStatus `json:"status,omitempty"`
+}
+
+// LuxRuntimeList is a list of LuxRuntime.
+//
+// +kubebuilder:object:root=true
+type LuxRuntimeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LuxRuntime `json:"items"`
+}
+
+// NodeFleet is NodeFleet at the universe group, where the v0.6 bundles put it; its spec is
+// the canonical one.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=nodefleets,singular=nodefleet,categories=universe
+// +kubebuilder:printcolumn:name="NetworkID",type=integer,JSONPath=`.spec.networkID`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeFleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   v1.NodeFleetSpec   `json:"spec,omitempty"`
+	Status v1.NodeFleetStatus `json:"status,omitempty"`
+}
+
+// NodeFleetList is a list of NodeFleet.
+//
+// +kubebuilder:object:root=true
+type NodeFleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeFleet `json:"items"`
+}
