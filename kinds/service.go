@@ -31,6 +31,16 @@ const (
 // Service, Ingress, HPA, PDB, NetworkPolicy, KMSSecrets and replicate ConfigMap its spec asks
 // for. Service, every Service-shaped facade and the App service profile build through here.
 func buildService(o owner, s *v1.ServiceSpec) ([]*unstructured.Unstructured, error) {
+	return buildServiceWith(o, s, serviceOptions{})
+}
+
+// serviceOptions are the variations of the Kinds that synthesize a ServiceSpec.
+type serviceOptions struct {
+	// noVersion drops the version label and HANZO_VERSION.
+	noVersion bool
+}
+
+func buildServiceWith(o owner, s *v1.ServiceSpec, opt serviceOptions) ([]*unstructured.Unstructured, error) {
 	if s.Image == nil || s.Image.Repository == "" {
 		return nil, invalidSpec("%s %s/%s has no image.repository; nothing is applied so a live image is never blanked", o.Kind, o.Namespace, o.Name)
 	}
@@ -38,8 +48,12 @@ func buildService(o owner, s *v1.ServiceSpec) ([]*unstructured.Unstructured, err
 	if err != nil {
 		return nil, err
 	}
-	labels := withLabels(standardLabels(o.Name, s.Component, s.PartOf, imageTag(s.Image)), s.Labels)
-	children := []child{{deployment(o, s, labels, p), gvkDeployment}}
+	version := imageTag(s.Image)
+	if opt.noVersion {
+		version = ""
+	}
+	labels := withLabels(standardLabels(o.Name, s.Component, s.PartOf, version), s.Labels)
+	children := []child{{deployment(o, s, labels, p, version), gvkDeployment}}
 	if len(s.Ports) > 0 {
 		children = append(children, child{clusterIPService(o, o.Name, labels, s.Ports, false), gvkService})
 		if ing := s.Ingress; ing != nil && ing.Enabled && len(ing.Hosts) > 0 {
@@ -71,7 +85,7 @@ func buildService(o owner, s *v1.ServiceSpec) ([]*unstructured.Unstructured, err
 }
 
 //nolint:funlen // one field per line of the contract
-func deployment(o owner, s *v1.ServiceSpec, labels map[string]string, p *persistence) *appsv1.Deployment {
+func deployment(o owner, s *v1.ServiceSpec, labels map[string]string, p *persistence, version string) *appsv1.Deployment {
 	sel := selectorLabels(o.Name)
 	main := corev1.Container{
 		Name:            o.Name,
@@ -79,7 +93,7 @@ func deployment(o owner, s *v1.ServiceSpec, labels map[string]string, p *persist
 		ImagePullPolicy: pullPolicy(s.Image),
 		Command:         s.Command,
 		Args:            s.Args,
-		Env:             withVersionEnv(s.Env, imageTag(s.Image)),
+		Env:             withVersionEnv(s.Env, version),
 		EnvFrom:         s.EnvFrom,
 		VolumeMounts:    slices.Clone(s.VolumeMounts),
 		Ports:           containerPorts(s.Ports),
