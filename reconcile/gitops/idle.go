@@ -17,8 +17,9 @@ import (
 // the last apply of it failed, or its live state moved since our apply.
 
 // LagGrace is how long after an apply the watch may still show the object as
-// it was before: within it, a live state equal to the one we applied over is
-// the watch lagging behind our own write, not drift.
+// it was before: until the watch has delivered our write, and for at most
+// LagGrace, a live state equal to the one we applied over is the watch
+// lagging behind our own write, not drift.
 const LagGrace = 10 * time.Second
 
 // Fingerprint summarises the parts of an object's metadata that change when
@@ -74,6 +75,9 @@ type Record struct {
 	Before, After string
 	// At is when the apply returned.
 	At time.Time
+	// Seen is set once the watch has delivered the object as the apply
+	// left it; from then on any other live state is drift, not lag.
+	Seen bool
 }
 
 // Live is what the watch shows of one object.
@@ -94,7 +98,7 @@ func Stale(digest string, rec *Record, live Live, now time.Time) bool {
 		return true
 	case live.Fingerprint == rec.After:
 		return false
-	case live.Fingerprint == rec.Before && now.Sub(rec.At) < LagGrace:
+	case !rec.Seen && live.Fingerprint == rec.Before && now.Sub(rec.At) < LagGrace:
 		return false // the watch has not delivered our own write yet
 	}
 	return true

@@ -81,6 +81,8 @@ func TestStale(t *testing.T) {
 	old := *rec
 	old.At = now.Add(-time.Minute)
 	created := &Record{Digest: "d1", OK: true, Before: "", After: "fp-after", At: now.Add(-time.Second)}
+	seen := *created
+	seen.Seen = true
 	failed := *rec
 	failed.OK = false
 	watched := func(fp string) Live { return Live{Watched: true, Fingerprint: fp} }
@@ -91,15 +93,16 @@ func TestStale(t *testing.T) {
 		want   bool
 	}{
 		"idle: same desired state, live is what we applied": {digest: "d1", rec: rec, live: watched("fp-after"), want: false},
-		"never applied":                          {digest: "d1", rec: nil, live: watched("fp-after"), want: true},
-		"git changed the object":                 {digest: "d2", rec: rec, live: watched("fp-after"), want: true},
-		"the last apply failed":                  {digest: "d1", rec: &failed, live: watched("fp-after"), want: true},
-		"no synced watch covers it":              {digest: "d1", rec: rec, live: Live{}, want: true},
-		"moved out of band":                      {digest: "d1", rec: rec, live: watched("fp-other"), want: true},
-		"deleted out of band":                    {digest: "d1", rec: rec, live: watched(""), want: true},
-		"watch lags behind our write":            {digest: "d1", rec: rec, live: watched("fp-before"), want: false},
-		"watch lags behind our create":           {digest: "d1", rec: created, live: watched(""), want: false},
-		"a lag longer than the grace is not lag": {digest: "d1", rec: &old, live: watched("fp-before"), want: true},
+		"never applied":                               {digest: "d1", rec: nil, live: watched("fp-after"), want: true},
+		"git changed the object":                      {digest: "d2", rec: rec, live: watched("fp-after"), want: true},
+		"the last apply failed":                       {digest: "d1", rec: &failed, live: watched("fp-after"), want: true},
+		"no synced watch covers it":                   {digest: "d1", rec: rec, live: Live{}, want: true},
+		"moved out of band":                           {digest: "d1", rec: rec, live: watched("fp-other"), want: true},
+		"deleted out of band":                         {digest: "d1", rec: rec, live: watched(""), want: true},
+		"watch lags behind our write":                 {digest: "d1", rec: rec, live: watched("fp-before"), want: false},
+		"watch lags behind our create":                {digest: "d1", rec: created, live: watched(""), want: false},
+		"deleted after the watch had seen our create": {digest: "d1", rec: &seen, live: watched(""), want: true},
+		"a lag longer than the grace is not lag":      {digest: "d1", rec: &old, live: watched("fp-before"), want: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

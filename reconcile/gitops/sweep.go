@@ -373,13 +373,19 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
 // away from what we applied, it fires the trigger so the correction is
 // prompt. Our own writes (in flight, or matching the record) do not fire.
 func (s *Sweeper) observe(k key, m metav1.Object) {
+	fp := Fingerprint(m)
 	s.mu.Lock()
-	rec, inflight := s.records[k], s.inflight[k]
-	s.mu.Unlock()
-	if rec == nil || inflight {
+	rec := s.records[k]
+	if rec == nil || s.inflight[k] {
+		s.mu.Unlock()
 		return
 	}
-	if Stale(rec.Digest, rec, Live{Watched: true, Fingerprint: Fingerprint(m)}, s.now()) {
+	if fp == rec.After {
+		rec.Seen = true
+	}
+	stale := Stale(rec.Digest, rec, Live{Watched: true, Fingerprint: fp}, s.now())
+	s.mu.Unlock()
+	if stale {
 		s.trig.Fire()
 	}
 }
