@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"bytes"
 	"os"
 	"sync"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
@@ -34,15 +36,7 @@ func apiServerWith(t *testing.T, groups ...string) *rest.Config {
 		if installed.groups[group] {
 			continue
 		}
-		crds, err := kinds.CRDs(group)
-		if err != nil {
-			t.Fatalf("CRDs(%s): %v", group, err)
-		}
-		ptrs := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
-		for i := range crds {
-			ptrs[i] = &crds[i]
-		}
-		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: ptrs}); err != nil {
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: bundleCRDs(t, group)}); err != nil {
 			t.Fatalf("install the %s CRDs: %v", group, err)
 		}
 		installed.groups[group] = true
@@ -50,7 +44,28 @@ func apiServerWith(t *testing.T, groups ...string) *rest.Config {
 	return cfg
 }
 
-// TestBundlesInstall installs the CRDs of every committed universe on a real apiserver, which
+// bundleCRDs parses the bytes `operator crds --api-group group` prints.
+func bundleCRDs(t *testing.T, group string) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	data, err := kinds.Bundle(group)
+	if err != nil {
+		t.Fatalf("Bundle(%s): %v", group, err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, doc := range bytes.Split(data, []byte("---\n")) {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			t.Fatalf("bundle %s: %v", group, err)
+		}
+		out = append(out, crd)
+	}
+	return out
+}
+
+// TestBundlesInstall installs the bundle of every committed universe on a real apiserver, which
 // checks the schemas, the CEL rules and their cost estimates.
 func TestBundlesInstall(t *testing.T) {
 	apiServerWith(t, universes...)
