@@ -1,0 +1,181 @@
+package drive
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openuniverse/operator/kinds"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+var (
+	t0 = metav1.NewTime(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	t1 = metav1.NewTime(t0.Add(time.Minute))
+)
+
+type cond struct {
+	Status metav1.ConditionStatus
+	Reason string
+}
+
+func conds(s Status) map[string]cond {
+	m := map[string]cond{}
+	for _, c := range s.Conditions {
+		m[c.Type] = cond{c.Status, c.Reason}
+	}
+	return m
+}
+
+func TestSummarize(t *testing.T) {
+	current := []Child{{Ref: "Deployment/ns/web", Status: kstatus.CurrentStatus}, {Ref: "Service/ns/web", Status: kstatus.CurrentStatus}}
+	cases := map[string]struct {
+		in        Observation
+		phase     v1.Phase
+		conds     map[string]cond
+		message   string
+		readyReps int32
+	}{
+		"all children current and replicas ready": {
+			in:        Observation{Generation: 3, Children: current, Workload: &Replicas{Desired: 2, Ready: 2}},
+			phase:     v1.PhaseRunning,
+			conds:     map[string]cond{"Ready": {"True", ReasonAvailable}},
+			message:   "2/2 replicas ready",
+			readyReps: 2,
+		},
+		"rolling out: Reconciling, not Stalled": {
+			in: Observation{Generation: 1, Workload: &Replicas{Desired: 2},
+				Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.InProgressStatus, Message: "Available: 0/2"}}},
+			phase:   v1.PhaseCreating,
+			conds:   map[string]cond{"Ready": {"False", ReasonNotReady}, "Reconciling": {"True", ReasonNotReady}},
+			message: "Deployment/ns/web: Available: 0/2",
+		},
+		"crash loop is named in the message": {
+			in: Observation{Generation: 1, Workload: &Replicas{Desired: 2, Ready: 1}, PodProblem: "pod web-1 container web: CrashLoopBackOff (4 restarts)",
+				Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.InProgressStatus, Message: "Available: 1/2"}}},
+			phase:     v1.PhaseDegraded,
+			conds:     map[string]cond{"Ready": {"False", ReasonNotReady}, "Reconciling": {"True", ReasonNotReady}},
+			message:   "Deployment/ns/web: Available: 1/2; pod web-1 container web: CrashLoopBackOff (4 restarts)",
+			readyReps: 1,
+		},
+		"a failed child stalls": {
+			in: Observation{Generation: 1, Workload: &Replicas{Desired: 1},
+				Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.FailedStatus, Message: "Progress deadline exceeded"}}},
+			phase:   v1.PhaseCreating,
+			conds:   map[string]cond{"Ready": {"False", ReasonFailed}, "Stalled": {"True", ReasonFailed}},
+			message: "Deployment/ns/web: Progress deadline exceeded",
+		},
+		"unknown role halts Degraded and Stalled": {
+			in:      Observation{Generation: 2, Halt: &kinds.Halt{Phase: v1.PhaseDegraded, Reason: kinds.ReasonUnknownRole, Message: `role "blender" is not known`}},
+			phase:   v1.PhaseDegraded,
+			conds:   map[string]cond{"Ready": {"False", kinds.ReasonUnknownRole}, "Stalled": {"True", kinds.ReasonUnknownRole}},
+			message: `role "blender" is not known`,
+		},
+		"delegated role is Pending, not Stalled": {
+			in:      Observation{Generation: 2, Halt: &kinds.Halt{Phase: v1.PhasePending, Reason: kinds.ReasonDelegated, Message: "materialized by the gateway controller"}},
+			phase:   v1.PhasePending,
+			conds:   map[string]cond{"Ready": {"False", kinds.ReasonDelegated}},
+			message: "materialized by the gateway controller",
+		},
+		"build error stalls": {
+			in:      Observation{Generation: 4, BuildErr: errors.New("spec.storage.size: invalid quantity")},
+			phase:   v1.PhaseDegraded,
+			conds:   map[string]cond{"Ready": {"False", ReasonBuildFailed}, "Stalled": {"True", ReasonBuildFailed}},
+			message: "spec.storage.size: invalid quantity",
+		},
+		"denied stalls, naming the grant": {
+			in:      Observation{Generation: 1, Denied: []string{"forbidden: grant patch on Deployment", "forbidden: grant patch on Service"}},
+			phase:   v1.PhaseDegraded,
+			conds:   map[string]cond{"Ready": {"False", ReasonForbidden}, "Stalled": {"True", ReasonForbidden}},
+			message: "forbidden: grant patch on Deployment (and 1 more)",
+		},
+		"a transient apply failure keeps reconciling": {
+			in:      Observation{Generation: 1, Failed: []string{"Deployment/ns/web: conflict"}},
+			phase:   v1.PhaseCreating,
+			conds:   map[string]cond{"Ready": {"False", ReasonApplyFailed}, "Reconciling": {"True", ReasonApplyFailed}},
+			message: "Deployment/ns/web: conflict",
+		},
+		"no workload: ready when every child is current": {
+			in:      Observation{Generation: 1, Children: []Child{{Ref: "Ingress/ns/edge", Status: kstatus.CurrentStatus}}},
+			phase:   v1.PhaseRunning,
+			conds:   map[string]cond{"Ready": {"True", ReasonAvailable}},
+			message: "1 objects applied and current",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.Now = t0
+			got := Summarize(tc.in)
+			if got.Phase != tc.phase {
+				t.Errorf("phase = %s, want %s", got.Phase, tc.phase)
+			}
+			if diff := cmp.Diff(tc.conds, conds(got)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if got.Message != tc.message {
+				t.Errorf("message = %q, want %q", got.Message, tc.message)
+			}
+			if got.ReadyReplicas != tc.readyReps || got.ObservedGeneration != tc.in.Generation {
+				t.Errorf("readyReplicas/observedGeneration = %d/%d, want %d/%d", got.ReadyReplicas, got.ObservedGeneration, tc.readyReps, tc.in.Generation)
+			}
+		})
+	}
+}
+
+// TestSummarizeTransitions: lastTransitionTime moves only when a condition flips, and the
+// abnormal-true conditions disappear once false, so a converged CR's status stops changing.
+func TestSummarizeTransitions(t *testing.T) {
+	progressing := Observation{Generation: 1, Now: t0, Workload: &Replicas{Desired: 1},
+		Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.InProgressStatus}}}
+	s1 := Summarize(progressing)
+
+	progressing.Previous, progressing.Now = s1.Conditions, t1
+	s2 := Summarize(progressing)
+	if !Equal(s1, s2) {
+		t.Errorf("same observation a minute later changed the status:\n%+v\n%+v", s1, s2)
+	}
+
+	done := Observation{Generation: 1, Now: t1, Previous: s2.Conditions, Workload: &Replicas{Desired: 1, Ready: 1},
+		Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.CurrentStatus}}}
+	s3 := Summarize(done)
+	if _, ok := conds(s3)["Reconciling"]; ok {
+		t.Errorf("Reconciling still present once ready: %+v", s3.Conditions)
+	}
+	for _, c := range s3.Conditions {
+		if c.Type == ConditionReady && !c.LastTransitionTime.Equal(&t1) {
+			t.Errorf("Ready flipped to True but lastTransitionTime = %v, want %v", c.LastTransitionTime, t1)
+		}
+	}
+}
+
+func TestPodProblem(t *testing.T) {
+	waiting := func(name, reason string, restarts int32) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name = name
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}
+		return p
+	}
+	cases := map[string]struct {
+		pods []corev1.Pod
+		want string
+	}{
+		"none":                   {want: ""},
+		"container creating":     {pods: []corev1.Pod{waiting("a", "ContainerCreating", 0)}, want: ""},
+		"crash loop":             {pods: []corev1.Pod{waiting("b", "CrashLoopBackOff", 3)}, want: "pod b container app: CrashLoopBackOff (3 restarts)"},
+		"first by name wins":     {pods: []corev1.Pod{waiting("z", "CrashLoopBackOff", 1), waiting("c", "ImagePullBackOff", 0)}, want: "pod c container app: ImagePullBackOff (0 restarts)"},
+		"healthy pod is skipped": {pods: []corev1.Pod{{}, waiting("d", "ErrImagePull", 0)}, want: "pod d container app: ErrImagePull (0 restarts)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := PodProblem(tc.pods); got != tc.want {
+				t.Errorf("PodProblem = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
