@@ -111,6 +111,8 @@ func Builtin() Registry {
 		entry(hipera, "Explorer", uni, func() *hip.Explorer { return &hip.Explorer{} }, func(cr *hip.Explorer, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &hip.ToExplorer(cr).Spec) }, serviceOwns...),
 		entry(hipera, "Chain", uni, func() *hip.Chain { return &hip.Chain{} }, nothing[*hip.Chain]),
 		entry(hipera, "Validator", uni, func() *hip.Validator { return &hip.Validator{} }, nothing[*hip.Validator]),
+		entry(hipera, "LuxRuntime", uni, func() *hip.LuxRuntime { return &hip.LuxRuntime{} }, func(_ *hip.LuxRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
+		entry(hipera, "NodeFleet", uni, func() *hip.NodeFleet { return &hip.NodeFleet{} }, func(_ *hip.NodeFleet, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
 		entry(hipera, "Subnet", uni, func() *hip.Subnet { return &hip.Subnet{} }, nothing[*hip.Subnet]),
 	)
 }
