@@ -32,7 +32,9 @@ func Builtin() Registry {
 		entry(canon, "KMS", uni, func() *v1.KMS { return &v1.KMS{} }, func(cr *v1.KMS, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
 		entry(canon, "LLM", uni, func() *v1.LLM { return &v1.LLM{} }, func(cr *v1.LLM, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
 		entry(canon, "Queue", uni, func() *v1.Queue { return &v1.Queue{} }, func(cr *v1.Queue, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
-		entry(canon, "Observability", uni, func() *v1.Observability { return &v1.Observability{} }, func(cr *v1.Observability, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
+		entry(canon, "Observability", uni, func() *v1.Observability { return &v1.Observability{} }, func(cr *v1.Observability, o owner) ([]*unstructured.Unstructured, error) {
+			return buildService(o, &cr.Spec)
+		}, serviceOwns...),
 		entry(canon, "Function", uni, func() *v1.Function { return &v1.Function{} }, func(cr *v1.Function, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
 		entry(canon, "Indexer", chain, func() *v1.Indexer { return &v1.Indexer{} }, func(cr *v1.Indexer, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
 		entry(canon, "Explorer", chain, func() *v1.Explorer { return &v1.Explorer{} }, func(cr *v1.Explorer, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &cr.Spec) }, serviceOwns...),
@@ -64,7 +66,9 @@ func Builtin() Registry {
 		}, datastoreOwns...),
 
 		// The edge.
-		entry(canon, "Ingress", uni, func() *v1.Ingress { return &v1.Ingress{} }, func(cr *v1.Ingress, o owner) ([]*unstructured.Unstructured, error) { return buildIngressKind(o, &cr.Spec) }, gvkIngress),
+		entry(canon, "Ingress", uni, func() *v1.Ingress { return &v1.Ingress{} }, func(cr *v1.Ingress, o owner) ([]*unstructured.Unstructured, error) {
+			return buildIngressKind(o, &cr.Spec)
+		}, gvkIngress),
 		entry(canon, "Gateway", uni, func() *v1.Gateway { return &v1.Gateway{} }, func(cr *v1.Gateway, o owner) ([]*unstructured.Unstructured, error) { return buildGateway(o, &cr.Spec) }, append([]schema.GroupVersionKind{gvkConfigMap}, deploymentSvcOwns...)...),
 		entry(canon, "DNS", uni, func() *v1.DNS { return &v1.DNS{} }, func(cr *v1.DNS, o owner) ([]*unstructured.Unstructured, error) { return buildDNS(o, &cr.Spec) }, deploymentSvcOwns...),
 		entry(canon, "Base", uni, func() *v1.Base { return &v1.Base{} }, func(cr *v1.Base, o owner) ([]*unstructured.Unstructured, error) { return buildBase(o, &cr.Spec) }, statefulOwns...),
@@ -76,9 +80,15 @@ func Builtin() Registry {
 		entry(canon, "Validator", chain, func() *v1.Validator { return &v1.Validator{} }, nothing[*v1.Validator]),
 		entry(canon, "LuxRuntime", chain, func() *v1.LuxRuntime { return &v1.LuxRuntime{} }, func(_ *v1.LuxRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
 		entry(canon, "NodeFleet", chain, func() *v1.NodeFleet { return &v1.NodeFleet{} }, func(_ *v1.NodeFleet, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
-		entry(canon, "BitcoinRuntime", chain, func() *v1.BitcoinRuntime { return &v1.BitcoinRuntime{} }, func(_ *v1.BitcoinRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
-		entry(canon, "EthereumRuntime", chain, func() *v1.EthereumRuntime { return &v1.EthereumRuntime{} }, func(_ *v1.EthereumRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
-		entry(canon, "SolanaRuntime", chain, func() *v1.SolanaRuntime { return &v1.SolanaRuntime{} }, func(_ *v1.SolanaRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
+		entry(canon, "BitcoinRuntime", chain, func() *v1.BitcoinRuntime { return &v1.BitcoinRuntime{} }, func(_ *v1.BitcoinRuntime, o owner) ([]*unstructured.Unstructured, error) {
+			return nil, notImplemented(o)
+		}),
+		entry(canon, "EthereumRuntime", chain, func() *v1.EthereumRuntime { return &v1.EthereumRuntime{} }, func(_ *v1.EthereumRuntime, o owner) ([]*unstructured.Unstructured, error) {
+			return nil, notImplemented(o)
+		}),
+		entry(canon, "SolanaRuntime", chain, func() *v1.SolanaRuntime { return &v1.SolanaRuntime{} }, func(_ *v1.SolanaRuntime, o owner) ([]*unstructured.Unstructured, error) {
+			return nil, notImplemented(o)
+		}),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
 		entry(canon, "Static", uni, func() *v1.Static { return &v1.Static{} }, nothing[*v1.Static]),
@@ -99,7 +109,9 @@ func Builtin() Registry {
 		}, deploymentSvcOwns...),
 
 		// HIP-era placements at <universe>/v1, built through their canonical conversion.
-		entry(hipera, "MPC", uni, func() *hip.MPC { return &hip.MPC{} }, func(cr *hip.MPC, o owner) ([]*unstructured.Unstructured, error) { return buildMPC(o, &hip.ToMPC(cr).Spec) }, statefulOwns...),
+		entry(hipera, "MPC", uni, func() *hip.MPC { return &hip.MPC{} }, func(cr *hip.MPC, o owner) ([]*unstructured.Unstructured, error) {
+			return buildMPC(o, &hip.ToMPC(cr).Spec)
+		}, statefulOwns...),
 		entry(hipera, "Network", uni, func() *hip.Network { return &hip.Network{} }, func(cr *hip.Network, o owner) ([]*unstructured.Unstructured, error) {
 			n, err := hip.ToNetwork(cr)
 			if err != nil {
@@ -107,8 +119,12 @@ func Builtin() Registry {
 			}
 			return buildNetwork(o, &n.Spec)
 		}, statefulOwns...),
-		entry(hipera, "Indexer", uni, func() *hip.Indexer { return &hip.Indexer{} }, func(cr *hip.Indexer, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &hip.ToIndexer(cr).Spec) }, serviceOwns...),
-		entry(hipera, "Explorer", uni, func() *hip.Explorer { return &hip.Explorer{} }, func(cr *hip.Explorer, o owner) ([]*unstructured.Unstructured, error) { return buildService(o, &hip.ToExplorer(cr).Spec) }, serviceOwns...),
+		entry(hipera, "Indexer", uni, func() *hip.Indexer { return &hip.Indexer{} }, func(cr *hip.Indexer, o owner) ([]*unstructured.Unstructured, error) {
+			return buildService(o, &hip.ToIndexer(cr).Spec)
+		}, serviceOwns...),
+		entry(hipera, "Explorer", uni, func() *hip.Explorer { return &hip.Explorer{} }, func(cr *hip.Explorer, o owner) ([]*unstructured.Unstructured, error) {
+			return buildService(o, &hip.ToExplorer(cr).Spec)
+		}, serviceOwns...),
 		entry(hipera, "Chain", uni, func() *hip.Chain { return &hip.Chain{} }, nothing[*hip.Chain]),
 		entry(hipera, "Validator", uni, func() *hip.Validator { return &hip.Validator{} }, nothing[*hip.Validator]),
 		entry(hipera, "LuxRuntime", uni, func() *hip.LuxRuntime { return &hip.LuxRuntime{} }, func(_ *hip.LuxRuntime, o owner) ([]*unstructured.Unstructured, error) { return nil, notImplemented(o) }),
