@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,17 +38,39 @@ var generated embed.FS
 // CRDs returns the CustomResourceDefinitions served in universe group, sorted by name. The
 // universe Kinds, the legacy v1alpha1 Kinds and the HIP-era placements get <group>, the kms
 // family kms.<group> and the chain family bootno.de; spec.group and metadata.name are the only
-// fields that change with the group.
+// fields that change with the group. The caller owns the returned CRDs.
 func CRDs(group string) ([]apiextensionsv1.CustomResourceDefinition, error) {
 	if err := ValidateGroup(group); err != nil {
 		return nil, err
 	}
-	var out []apiextensionsv1.CustomResourceDefinition
+	base, err := baseCRDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]apiextensionsv1.CustomResourceDefinition, 0, len(base))
+	for _, b := range base {
+		crd := b.crd.DeepCopy()
+		crd.Spec.Group = b.family.Group(group)
+		crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
+		out = append(out, *crd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// baseCRD is a generated CRD with the family that decides its group.
+type baseCRD struct {
+	crd    *apiextensionsv1.CustomResourceDefinition
+	family Family
+}
+
+// baseCRDs parses the embedded CRDs once; CRDs copies them.
+var baseCRDs = sync.OnceValues(func() ([]baseCRD, error) {
+	var out []baseCRD
 	for _, g := range generatedDirs {
-		dir := g.dir
-		files, err := fs.Glob(generated, dir+"/*.yaml")
+		files, err := fs.Glob(generated, g.dir+"/*.yaml")
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", dir, err)
+			return nil, fmt.Errorf("list %s: %w", g.dir, err)
 		}
 		for _, f := range files {
 			crd, err := readCRD(f, g.placeholder)
@@ -55,21 +78,18 @@ func CRDs(group string) ([]apiextensionsv1.CustomResourceDefinition, error) {
 				return nil, err
 			}
 			family := FamilyUniverse
-			if dir == "crd/v1" {
+			if g.dir == "crd/v1" {
 				fam, ok := v1.FamilyOf(crd.Spec.Names.Kind)
 				if !ok {
 					return nil, fmt.Errorf("%s: kind %s has no family", f, crd.Spec.Names.Kind)
 				}
 				family = fam
 			}
-			crd.Spec.Group = family.Group(group)
-			crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
-			out = append(out, crd)
+			out = append(out, baseCRD{crd: &crd, family: family})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
+})
 
 func readCRD(name, placeholder string) (apiextensionsv1.CustomResourceDefinition, error) {
 	var crd apiextensionsv1.CustomResourceDefinition
