@@ -345,6 +345,7 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 // applyOne applies one object with a single request when the watch knows
 // its live state, else through the get-and-dry-run path, and records it.
 func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
+	ctx = quiet(ctx)
 	s.mu.Lock()
 	s.inflight[it.key] = true
 	s.mu.Unlock()
@@ -394,7 +395,7 @@ func (s *Sweeper) observe(k key, m metav1.Object) {
 // them (condition Established), for at most 30 s; whatever is not served by
 // then fails in the second stage and is retried on the next sweep.
 func (s *Sweeper) waitEstablished(ctx context.Context, crds []*item) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(quiet(ctx), 30*time.Second)
 	defer cancel()
 	for _, it := range crds {
 		for ctx.Err() == nil {
@@ -420,4 +421,12 @@ func established(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// quiet strips the logger from the context of apiserver calls: client-go
+// logs request and response bodies — Secret data included — to the
+// context's logger at V(8), and no verbosity setting may reveal a Secret
+// declared in git.
+func quiet(ctx context.Context) context.Context {
+	return logr.NewContext(ctx, logr.Discard())
 }
