@@ -1,0 +1,297 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fluxcd/pkg/ssa"
+	"github.com/fluxcd/pkg/ssa/normalize"
+	"github.com/pmezard/go-difflib/difflib"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/source"
+)
+
+// DiffResult is how one desired object compares with the cluster.
+type DiffResult struct {
+	Object ObjRef
+	// From is where the object, or the CR that builds it, was read.
+	From string
+	// Manager is the field manager the object is dry-run under: ManagerGitOps for the
+	// objects read from files, ManagerKinds for the children a CR builds.
+	Manager string
+	// Action is Created (absent from the cluster), Updated (drifted), InSync or Failed.
+	Action Action
+	// Diff is a unified diff of the live object against the dry-run result, for Created
+	// and Updated; Secret values are masked.
+	Diff string
+	// Halt is set on the result of a CR that deliberately materializes nothing.
+	Halt *kinds.Halt
+	Err  error
+}
+
+// Drifted reports whether applying would change the cluster.
+func (r DiffResult) Drifted() bool { return r.Action == Created || r.Action == Updated }
+
+// Differ compares what render prints, and the CRs themselves, with a live cluster through
+// server-side dry-run applies (fluxcd/pkg/ssa ResourceManager.Diff). It never writes.
+type Differ struct {
+	Client   client.Client
+	Renderer Renderer
+}
+
+// Diff compares every object of objs with the cluster, in order: an object that is not a
+// CR under ManagerGitOps; a CR under ManagerGitOps, then its children under ManagerKinds.
+// The children reference the live CR's uid; when the CR does not exist yet they are all
+// reported as Created without a dry-run (the apiserver refuses owner references without
+// a uid).
+func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
+	namespaces := map[string]bool{}
+	var out []DiffResult
+	for _, o := range objs {
+		out = append(out, d.diffObject(ctx, o, namespaces)...)
+	}
+	return out
+}
+
+func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces map[string]bool) []DiffResult {
+	from := Location(o)
+	if _, ok := d.Renderer.Registry.Lookup(o.Obj.GroupVersionKind(), d.Renderer.APIGroup); !ok {
+		rd := d.Renderer.RenderOne(o)
+		if rd.Err != nil {
+			return []DiffResult{{Object: RefOf(o.Obj), From: from, Manager: ManagerGitOps, Action: Failed, Err: rd.Err}}
+		}
+		return []DiffResult{d.diffOne(ctx, rd.Objects[0], from, ManagerGitOps, namespaces)}
+	}
+
+	cr := o.Obj.DeepCopy()
+	if err := normalize.Unstructured(cr); err != nil {
+		return []DiffResult{{Object: RefOf(cr), From: from, Manager: ManagerGitOps, Action: Failed,
+			Err: fmt.Errorf("%s: normalize %s: %w", from, RefOf(cr), err)}}
+	}
+	out := []DiffResult{d.diffOne(ctx, cr, from, ManagerGitOps, namespaces)}
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(cr.GroupVersionKind())
+	err := d.Client.Get(ctx, client.ObjectKeyFromObject(cr), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return append(out, DiffResult{Object: RefOf(cr), From: from, Manager: ManagerKinds, Action: Failed,
+			Err: fmt.Errorf("%s: look up live %s for its children's owner uid: %w", from, RefOf(cr), err)})
+	default:
+		withUID := o
+		withUID.Obj = o.Obj.DeepCopy()
+		withUID.Obj.SetUID(live.GetUID())
+		o = withUID
+	}
+	rd := d.Renderer.RenderOne(o)
+	switch {
+	case rd.Err != nil:
+		return append(out, DiffResult{Object: RefOf(cr), From: from, Manager: ManagerKinds, Action: Failed, Err: rd.Err})
+	case rd.Halt != nil:
+		out[0].Halt = rd.Halt
+		return out
+	}
+	for _, child := range rd.Objects {
+		if live == nil {
+			out = append(out, created(child, from, ManagerKinds))
+			continue
+		}
+		out = append(out, d.diffOne(ctx, child, from, ManagerKinds, namespaces))
+	}
+	return out
+}
+
+// diffOne dry-runs obj under manager. An object whose namespace does not exist yet is
+// Created without a dry-run, which would fail.
+func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, from, manager string, namespaces map[string]bool) DiffResult {
+	ref := RefOf(obj)
+	fail := func(err error) DiffResult {
+		return DiffResult{Object: ref, From: from, Manager: manager, Action: Failed, Err: err}
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		exists, err := d.namespaceExists(ctx, ns, namespaces)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %s: look up namespace %s: %w", from, ref, ns, err))
+		}
+		if !exists {
+			return created(obj, from, manager)
+		}
+	}
+	rm := ssa.NewResourceManager(d.Client, nil, ssa.Owner{Field: manager, Group: fieldOwnerGroup})
+	entry, liveObj, merged, err := rm.Diff(ctx, obj.DeepCopy(), ssa.DefaultDiffOptions())
+	if err != nil {
+		return fail(fmt.Errorf("%s: dry-run %s: %w", from, ref, err))
+	}
+	switch entry.Action {
+	case ssa.CreatedAction:
+		return created(obj, from, manager)
+	case ssa.ConfiguredAction:
+		// ssa masks changed Secret data as "*** (before)"/"*** (after)"; stringData never
+		// survives a dry-run, but mask it should it ever.
+		text, err := unifiedDiff(ref, maskStringData(liveObj), maskStringData(merged))
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", from, err))
+		}
+		return DiffResult{Object: ref, From: from, Manager: manager, Action: Updated, Diff: text}
+	default:
+		return DiffResult{Object: ref, From: from, Manager: manager, Action: InSync}
+	}
+}
+
+func (d *Differ) namespaceExists(ctx context.Context, name string, cache map[string]bool) (bool, error) {
+	if exists, ok := cache[name]; ok {
+		return exists, nil
+	}
+	err := d.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cache[name] = false
+	case err != nil:
+		return false, err
+	default:
+		cache[name] = true
+	}
+	return cache[name], nil
+}
+
+// created is the result of an object the cluster does not have: its whole body, masked,
+// as added lines.
+func created(obj *unstructured.Unstructured, from, manager string) DiffResult {
+	ref := RefOf(obj)
+	text, err := unifiedDiff(ref, nil, MaskSecret(obj))
+	if err != nil {
+		return DiffResult{Object: ref, From: from, Manager: manager, Action: Failed, Err: fmt.Errorf("%s: %w", from, err)}
+	}
+	return DiffResult{Object: ref, From: from, Manager: manager, Action: Created, Diff: text}
+}
+
+// unifiedDiff renders live (nil: absent) against desired as a unified diff of their YAML,
+// without status and the metadata the apiserver owns.
+func unifiedDiff(ref ObjRef, live, desired *unstructured.Unstructured) (string, error) {
+	a, err := diffYAML(live)
+	if err != nil {
+		return "", fmt.Errorf("encode live %s: %w", ref, err)
+	}
+	b, err := diffYAML(desired)
+	if err != nil {
+		return "", fmt.Errorf("encode desired %s: %w", ref, err)
+	}
+	fromFile := "live/" + ref.String()
+	if live == nil {
+		fromFile = "/dev/null"
+	}
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: fromFile, ToFile: "desired/" + ref.String(), Context: 3,
+	})
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", ref, err)
+	}
+	return text, nil
+}
+
+func diffYAML(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	obj = obj.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "status")
+	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	out, err := yaml.Marshal(obj.Object)
+	return string(out), err
+}
+
+func maskStringData(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil || obj.GetKind() != "Secret" || obj.GetAPIVersion() != "v1" {
+		return obj
+	}
+	m, ok := obj.Object["stringData"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	obj = obj.DeepCopy()
+	m = obj.Object["stringData"].(map[string]any)
+	for k := range m {
+		m[k] = Mask
+	}
+	return obj
+}
+
+// DiffSummary counts the results of a diff.
+type DiffSummary struct {
+	Objects, InSync, Created, Updated, Failed int
+}
+
+// Drifted is the number of objects an apply would change.
+func (s DiffSummary) Drifted() int { return s.Created + s.Updated }
+
+func (s DiffSummary) String() string {
+	return fmt.Sprintf("%d objects: %d in sync, %d drifted (%d to create, %d to update), %d failed",
+		s.Objects, s.InSync, s.Drifted(), s.Created, s.Updated, s.Failed)
+}
+
+// ExitCode is the exit status of `operator diff`, as flux diff's: 2 when any object
+// failed, else 1 when any drifted, else 0.
+func (s DiffSummary) ExitCode() int {
+	switch {
+	case s.Failed > 0:
+		return 2
+	case s.Drifted() > 0:
+		return 1
+	}
+	return 0
+}
+
+// Summarize counts rs.
+func Summarize(rs []DiffResult) DiffSummary {
+	s := DiffSummary{Objects: len(rs)}
+	for _, r := range rs {
+		switch r.Action {
+		case InSync:
+			s.InSync++
+		case Created:
+			s.Created++
+		case Updated:
+			s.Updated++
+		default:
+			s.Failed++
+		}
+	}
+	return s
+}
+
+// WriteDiff prints one block per drifted object (a header line and its unified diff), a
+// comment line per CR that materializes nothing, and the summary line. Errors are the
+// caller's to print.
+func WriteDiff(w io.Writer, rs []DiffResult) error {
+	var b bytes.Buffer
+	for _, r := range rs {
+		if r.Halt != nil {
+			fmt.Fprintf(&b, "# %s: %s materializes nothing: %s\n", r.From, r.Object, r.Halt.Error())
+		}
+		if !r.Drifted() {
+			continue
+		}
+		verb := "drifted"
+		if r.Action == Created {
+			verb = "would be created"
+		}
+		fmt.Fprintf(&b, "► %s %s (%s, field manager %s)\n", r.Object, verb, r.From, r.Manager)
+		b.WriteString(r.Diff)
+	}
+	fmt.Fprintln(&b, Summarize(rs))
+	_, err := w.Write(b.Bytes())
+	return err
+}

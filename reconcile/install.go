@@ -1,0 +1,362 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/kinds"
+)
+
+// ManagerInstall applies what `operator install` installs.
+const ManagerInstall = "universe-operator-install"
+
+// The operator's own objects.
+const (
+	// OperatorName names the ServiceAccount and the Deployment; the ClusterRole and its
+	// binding are OperatorName.<api group>, so universes can share a cluster.
+	OperatorName = "universe-operator"
+	// LeaderElectionRole names the Role and RoleBinding granting the Lease in the
+	// operator's namespace.
+	LeaderElectionRole = OperatorName + "-leader-election"
+	// ProbePort serves /healthz and /readyz, MetricsPort /metrics.
+	ProbePort   = 8081
+	MetricsPort = 8080
+)
+
+// fieldOwnerGroup is the group ssa records on the objects it applies (see Applier).
+const fieldOwnerGroup = "openuniverse.dev"
+
+// InstallOptions is what `operator install` installs.
+type InstallOptions struct {
+	// APIGroup is the universe group whose CRD bundle is installed.
+	APIGroup string
+	// Namespace the operator runs in; it holds the leader-election Lease.
+	Namespace string
+	// Image of the operator container.
+	Image string
+	// CRDsOnly installs the CRD bundle and nothing else.
+	CRDsOnly bool
+}
+
+// Installer server-side applies the CRD bundle and the operator's Deployment with its
+// least-privilege RBAC, under ManagerInstall. It is idempotent: a second run is all InSync.
+type Installer struct {
+	Client   client.WithWatch
+	Registry kinds.Registry
+}
+
+// Install applies, in dependency order: the CRDs, then (unless CRDsOnly) the Namespace,
+// the RBAC objects and the ServiceAccount, then the Deployment. It returns one Result per
+// object; an error means the objects could not be generated, and nothing was applied
+// after it.
+func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, error) {
+	crds, err := CRDObjects(o.APIGroup)
+	if err != nil {
+		return nil, err
+	}
+	a := &Applier{Client: i.Client, Manager: ManagerInstall}
+	results := a.Apply(ctx, crds)
+	if o.CRDsOnly {
+		return results, nil
+	}
+	stages, err := OperatorObjects(o, i.Registry, i.Client.RESTMapper())
+	if err != nil {
+		return results, err
+	}
+	for _, stage := range stages {
+		results = append(results, a.Apply(ctx, stage)...)
+	}
+	return results, nil
+}
+
+// CRDObjects returns the CRD bundle of group as objects to apply.
+func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
+	crds, err := kinds.CRDs(group)
+	if err != nil {
+		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(crds))
+	for i := range crds {
+		crds[i].SetGroupVersionKind(apiextensionsGVK)
+		u, err := toUnstructured(&crds[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// OperatorObjects returns the operator's objects in apply stages: the Namespace; the
+// ClusterRole, ClusterRoleBinding, leader-election Role and RoleBinding and ServiceAccount;
+// the Deployment. mapper resolves the children's Kinds to resources.
+func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([][]*unstructured.Unstructured, error) {
+	if err := kinds.ValidateGroup(o.APIGroup); err != nil {
+		return nil, err
+	}
+	if o.Namespace == "" || o.Image == "" {
+		return nil, fmt.Errorf("install: namespace and image are required")
+	}
+	role, err := ClusterRole(o.APIGroup, reg, mapper)
+	if err != nil {
+		return nil, err
+	}
+	labels := operatorLabels()
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorName, Namespace: o.Namespace}}
+	typed := [][]client.Object{
+		{&corev1.Namespace{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "Namespace"),
+			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: labels}}},
+		{
+			role,
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"),
+				ObjectMeta: metav1.ObjectMeta{Name: role.Name, Labels: labels},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subject,
+			},
+			&rbacv1.Role{
+				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"),
+				ObjectMeta: metav1.ObjectMeta{Name: LeaderElectionRole, Namespace: o.Namespace, Labels: labels},
+				Rules: []rbacv1.PolicyRule{{
+					APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+					Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
+				}},
+			},
+			&rbacv1.RoleBinding{
+				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "RoleBinding"),
+				ObjectMeta: metav1.ObjectMeta{Name: LeaderElectionRole, Namespace: o.Namespace, Labels: labels},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: LeaderElectionRole},
+				Subjects:   subject,
+			},
+			&corev1.ServiceAccount{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "ServiceAccount"),
+				ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: labels}},
+		},
+		{Deployment(o)},
+	}
+	out := make([][]*unstructured.Unstructured, 0, len(typed))
+	for _, stage := range typed {
+		var objs []*unstructured.Unstructured
+		for _, obj := range stage {
+			u, err := toUnstructured(obj)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, u)
+		}
+		out = append(out, objs)
+	}
+	return out, nil
+}
+
+// Verbs of the ClusterRole. The custom resources are never deleted by the operator (the
+// git path never prunes and a controller never deletes its own CR); children are, when
+// their CR stops wanting them.
+var (
+	verbsCR       = []string{"get", "list", "watch", "create", "patch"}
+	verbsStatus   = []string{"get", "patch", "update"}
+	verbsChildren = []string{"get", "list", "watch", "create", "patch", "delete"}
+	verbsCRD      = []string{"get", "list", "watch", "create", "patch"}
+	verbsEvents   = []string{"create", "patch"}
+)
+
+// ClusterRole returns the operator's ClusterRole for universe group, generated from what
+// the code needs:
+//   - every Kind of the CRD bundle (the universe, kms and chain families): read, create and
+//     patch (the git path applies them), and their /status; no delete;
+//   - every child Kind a Registry entry owns, resolved to its resource through mapper:
+//     read, create, patch and delete (the controllers prune children by owner uid). A child
+//     that is itself a custom resource (KMSSecret) keeps the custom resources' verbs;
+//   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
+//   - Events: create and patch.
+//
+// Rules are sorted by API group, resources within a rule by name.
+func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rbacv1.ClusterRole, error) {
+	crds, err := kinds.CRDs(group)
+	if err != nil {
+		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
+	}
+	crGroups := map[string][]string{}
+	crKinds := map[string]bool{}
+	for _, crd := range crds {
+		crGroups[crd.Spec.Group] = append(crGroups[crd.Spec.Group], crd.Spec.Names.Plural)
+		crKinds[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = true
+	}
+	children := map[string][]string{}
+	refs := make([]kinds.Ref, 0, len(reg))
+	for ref := range reg {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	for _, ref := range refs {
+		for _, gvk := range reg[ref].OwnedGVKs(group) {
+			if crKinds[gvk.Group+"/"+gvk.Kind] {
+				continue
+			}
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return nil, fmt.Errorf("resolve %s, a child of %s, to its resource: %w", gvk, ref, err)
+			}
+			children[gvk.Group] = append(children[gvk.Group], m.Resource.Resource)
+		}
+	}
+	children[""] = append(children[""], "namespaces")
+
+	var rules []rbacv1.PolicyRule
+	for _, g := range sortedKeys(crGroups) {
+		plurals := dedupe(crGroups[g])
+		status := make([]string, len(plurals))
+		for i, p := range plurals {
+			status[i] = p + "/status"
+		}
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{g}, Resources: plurals, Verbs: verbsCR},
+			rbacv1.PolicyRule{APIGroups: []string{g}, Resources: status, Verbs: verbsStatus})
+	}
+	for _, g := range sortedKeys(children) {
+		verbs := verbsChildren
+		resources := dedupe(children[g])
+		if g == "" {
+			// namespaces are applied by the git path, never deleted.
+			var pruned []string
+			for _, r := range resources {
+				if r != "namespaces" {
+					pruned = append(pruned, r)
+				}
+			}
+			if len(pruned) > 0 {
+				rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: pruned, Verbs: verbs})
+			}
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: []string{"namespaces"}, Verbs: verbsCR})
+			continue
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources, Verbs: verbs})
+	}
+	rules = append(rules,
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: verbsCRD},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: verbsEvents},
+		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: verbsEvents},
+	)
+	return &rbacv1.ClusterRole{
+		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
+		ObjectMeta: metav1.ObjectMeta{Name: OperatorName + "." + group, Labels: operatorLabels()},
+		Rules:      rules,
+	}, nil
+}
+
+// Deployment returns the operator's Deployment: one replica running `operator run` for
+// o.APIGroup, its namespace from the downward API, probes on ProbePort and metrics on
+// MetricsPort, as an unprivileged, read-only container.
+func Deployment(o InstallOptions) *appsv1.Deployment {
+	selector := map[string]string{kinds.LabelName: OperatorName, kinds.LabelInstance: OperatorName}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
+			InitialDelaySeconds: 5,
+			PeriodSeconds:       10,
+		}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta(appsv1.SchemeGroupVersion.String(), "Deployment"),
+		ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: operatorLabels()},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: selector},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: OperatorName,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:  "operator",
+						Image: o.Image,
+						Args:  []string{"run"},
+						Env: []corev1.EnvVar{
+							{Name: "OPERATOR_API_GROUP", Value: o.APIGroup},
+							{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+								FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+							}},
+						},
+						Ports: []corev1.ContainerPort{
+							{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+						},
+						LivenessProbe:  probe("/healthz"),
+						ReadinessProbe: probe("/readyz"),
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{
+								corev1.ResourceCPU:    resource.MustParse("50m"),
+								corev1.ResourceMemory: resource.MustParse("64Mi"),
+							},
+							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func operatorLabels() map[string]string {
+	return map[string]string{
+		kinds.LabelName:      OperatorName,
+		kinds.LabelInstance:  OperatorName,
+		kinds.LabelManagedBy: ManagerInstall,
+	}
+}
+
+var apiextensionsGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// toUnstructured converts a typed object for applying, without the status and the null
+// creationTimestamp the conversion adds.
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func dedupe(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return slices.Compact(s)
+}

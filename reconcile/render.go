@@ -1,0 +1,221 @@
+package reconcile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/fluxcd/pkg/ssa/normalize"
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openuniverse/operator/kinds"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/source"
+)
+
+// Mask replaces every Secret value render and diff print.
+const Mask = "***"
+
+// StdinPath is the file name objects read from standard input are reported under.
+const StdinPath = "stdin.yaml"
+
+// ReadManifests reads the manifests at path into a Snapshot that source.Parse accepts: a
+// directory is walked recursively for .yaml and .yml files, a single file is read whatever
+// its name, and "-" reads stdin (reported as StdinPath). Paths keep the form the user gave,
+// slash separated, sorted.
+func ReadManifests(path string, stdin io.Reader) (*source.Snapshot, error) {
+	if path == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		return &source.Snapshot{Files: []source.File{{Path: StdinPath, Data: data}}}, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifests: %w", err)
+	}
+	if !info.IsDir() {
+		if !source.IsManifest(path) {
+			return nil, fmt.Errorf("read %s: not a .yaml or .yml file", path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read manifests: %w", err)
+		}
+		return &source.Snapshot{Files: []source.File{{Path: filepath.ToSlash(path), Data: data}}}, nil
+	}
+	var files []source.File
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !source.IsManifest(p) {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files = append(files, source.File{Path: filepath.ToSlash(p), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read manifests under %s: %w", path, err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return &source.Snapshot{Files: files}, nil
+}
+
+// Rendered is what one input object stands for: a custom resource a Kind serves becomes the
+// objects its controller applies, any other object itself.
+type Rendered struct {
+	// From is the input object and where it was read.
+	From source.Object
+	// CR is true when a Kind of the Registry serves the input object.
+	CR bool
+	// Objects are normalized and in the builder's order; Secret values are not yet masked.
+	Objects []*unstructured.Unstructured
+	// Halt is set when the CR deliberately materializes nothing.
+	Halt *kinds.Halt
+	// Err names the file and object that failed.
+	Err error
+}
+
+// Renderer turns input objects into the objects the controllers would apply, through the
+// same Registry.Build and the same normalization the apply path sees. It needs no cluster.
+type Renderer struct {
+	Registry kinds.Registry
+	APIGroup string
+}
+
+// Render renders every object of objs, in order. One failure never stops the others.
+func (r Renderer) Render(objs []source.Object) []Rendered {
+	out := make([]Rendered, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, r.RenderOne(o))
+	}
+	return out
+}
+
+// RenderOne renders one object. The CR's uid (empty when read from a file) becomes the
+// children's owner reference uid.
+func (r Renderer) RenderOne(o source.Object) Rendered {
+	rd := Rendered{From: o}
+	gvk := o.Obj.GroupVersionKind()
+	if _, ok := r.Registry.Lookup(gvk, r.APIGroup); !ok {
+		if r.universeGroup(gvk.Group) {
+			rd.Err = fmt.Errorf("%s: %s: no Kind of universe %s serves %s %s", Location(o), RefOf(o.Obj), r.APIGroup, gvk.GroupVersion(), gvk.Kind)
+			return rd
+		}
+		obj := o.Obj.DeepCopy()
+		if err := normalize.Unstructured(obj); err != nil {
+			rd.Err = fmt.Errorf("%s: normalize %s: %w", Location(o), RefOf(obj), err)
+			return rd
+		}
+		rd.Objects = []*unstructured.Unstructured{obj}
+		return rd
+	}
+	rd.CR = true
+	objs, err := r.Registry.Build(o.Obj.DeepCopy(), kinds.Context{APIGroup: r.APIGroup})
+	if h, ok := kinds.AsHalt(err); ok {
+		rd.Halt = h
+		return rd
+	}
+	if err != nil {
+		rd.Err = fmt.Errorf("%s: build %s: %w", Location(o), RefOf(o.Obj), err)
+		return rd
+	}
+	if err := normalize.UnstructuredList(objs); err != nil {
+		rd.Err = fmt.Errorf("%s: normalize the children of %s: %w", Location(o), RefOf(o.Obj), err)
+		return rd
+	}
+	rd.Objects = objs
+	return rd
+}
+
+// universeGroup reports whether group belongs to one of the universe's families; an
+// object there that no Kind serves is a mistake, not a plain object to pass through.
+func (r Renderer) universeGroup(group string) bool {
+	for _, f := range []kinds.Family{kinds.FamilyUniverse, kinds.FamilyKMS, kinds.FamilyChain} {
+		if f.Group(r.APIGroup) == group {
+			return true
+		}
+	}
+	return group == v1.ChainGroup
+}
+
+// Location names where an input object was read: file, and document when the file holds
+// several.
+func Location(o source.Object) string {
+	if o.Doc <= 1 {
+		return o.File
+	}
+	return fmt.Sprintf("%s (document %d)", o.File, o.Doc)
+}
+
+// WriteYAML prints the rendered objects as one YAML stream, each document starting with
+// "---", in input order and then builder order, with Secret data masked. A Halt is a
+// comment line; failed objects print nothing (the caller reports their errors).
+func WriteYAML(w io.Writer, rs []Rendered) error {
+	var b bytes.Buffer
+	for _, rd := range rs {
+		if rd.Halt != nil {
+			fmt.Fprintf(&b, "# %s: %s materializes nothing: %s\n", Location(rd.From), RefOf(rd.From.Obj), rd.Halt.Error())
+			continue
+		}
+		for _, obj := range rd.Objects {
+			doc, err := MarshalMasked(obj)
+			if err != nil {
+				return err
+			}
+			b.WriteString("---\n")
+			b.Write(doc)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// Errors returns the errors of rs, in order.
+func Errors(rs []Rendered) []error {
+	var errs []error
+	for _, rd := range rs {
+		if rd.Err != nil {
+			errs = append(errs, rd.Err)
+		}
+	}
+	return errs
+}
+
+// MarshalMasked renders obj as YAML with the values of a Secret's data and stringData
+// replaced by Mask. obj is not modified.
+func MarshalMasked(obj *unstructured.Unstructured) ([]byte, error) {
+	out, err := yaml.Marshal(MaskSecret(obj).Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", RefOf(obj), err)
+	}
+	return out, nil
+}
+
+// MaskSecret returns obj with every Secret data and stringData value replaced by Mask; any
+// other object is returned as is. obj is never modified.
+func MaskSecret(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil || !ssautil.IsSecret(obj) {
+		return obj
+	}
+	masked := obj.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := masked.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			m[k] = Mask
+		}
+	}
+	return masked
+}
