@@ -2,9 +2,11 @@ package kinds_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,9 +17,11 @@ import (
 )
 
 // TestNoPublishedFieldLost walks the spec schemas of the CRDs clusters already run (the saved
-// v0.6.21 bundle at hanzo.ai and the Go v1alpha1 CRDs we serve) and requires every field path
-// to exist in our CRD for the same placement, so no stored CR is pruned on upgrade. Chain Kinds
-// of the old bundle must also fit their canonical bootno.de CRD.
+// v0.6.21 bundle at hanzo.ai and the Go v1alpha1 CRDs we serve) next to ours for the same
+// placement (and, for chain Kinds, the bootno.de one). Every field path must exist in ours with
+// a compatible type, and ours may neither require a field the old schema did not nor close a
+// set it left open, so no stored CR is pruned or rejected on upgrade. The only closed sets
+// added are those Kubernetes itself enforces on the materialized objects.
 func TestNoPublishedFieldLost(t *testing.T) {
 	ours := map[string]*apiextensionsv1.JSONSchemaProps{}
 	crds, err := kinds.CRDs("hanzo.ai")
@@ -38,21 +42,101 @@ func TestNoPublishedFieldLost(t *testing.T) {
 		if fam, ok := v1.FamilyOf(kind); ok && fam == v1.FamilyChain {
 			targets = append(targets, "bootno.de/v1/"+kind)
 		}
-		var paths []string
-		collect(v.Schema.OpenAPIV3Schema.Properties["spec"], "spec", &paths)
 		for _, target := range targets {
 			s, ok := ours[target]
 			if !ok {
 				t.Errorf("%s: no CRD serves %s", kind, target)
 				continue
 			}
-			for _, p := range paths {
-				if !covers(s, p[len("spec"):]) {
-					t.Errorf("%s: %s of the published schema is not in ours; the apiserver would prune it", target, p)
-				}
+			for _, problem := range compare(v.Schema.OpenAPIV3Schema.Properties["spec"], *s, "spec") {
+				t.Errorf("%s: %s", target, problem)
 			}
 		}
 	}
+}
+
+// enforcedByKubernetes are fields whose closed set we add although the old schema was open:
+// Kubernetes rejects any other value on the Deployment or Service they end up in.
+var enforcedByKubernetes = map[string]bool{"pullPolicy": true, "protocol": true}
+
+func schemaType(s apiextensionsv1.JSONSchemaProps) string {
+	switch {
+	case s.XIntOrString:
+		return "int-or-string"
+	case s.Type == "" && s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields:
+		return "any"
+	}
+	return s.Type
+}
+
+// compare returns what an object valid under old could lose or fail under ours.
+func compare(old, ours apiextensionsv1.JSONSchemaProps, path string) []string {
+	var out []string
+	to, tn := schemaType(old), schemaType(ours)
+	switch {
+	case tn == "any":
+		return nil
+	case to == tn, tn == "int-or-string" && (to == "integer" || to == "string"):
+	default:
+		out = append(out, fmt.Sprintf("%s: type %s became %s", path, to, tn))
+	}
+	last := path[strings.LastIndexAny(path, ".]}")+1:]
+	if len(ours.Enum) > 0 && !enforcedByKubernetes[last] && !enumWithin(old.Enum, ours.Enum) {
+		out = append(out, fmt.Sprintf("%s: closed to %d values", path, len(ours.Enum)))
+	}
+	oldRequired := map[string]bool{}
+	for _, r := range old.Required {
+		oldRequired[r] = true
+	}
+	for _, r := range ours.Required {
+		if !oldRequired[r] {
+			out = append(out, fmt.Sprintf("%s.%s: newly required", path, r))
+		}
+	}
+	names := make([]string, 0, len(old.Properties))
+	for n := range old.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		next, ok := ours.Properties[n]
+		if !ok {
+			if ours.XPreserveUnknownFields == nil || !*ours.XPreserveUnknownFields {
+				out = append(out, fmt.Sprintf("%s.%s: not in our schema; the apiserver would prune it", path, n))
+			}
+			continue
+		}
+		out = append(out, compare(old.Properties[n], next, path+"."+n)...)
+	}
+	if old.Items != nil && old.Items.Schema != nil {
+		if ours.Items == nil || ours.Items.Schema == nil {
+			out = append(out, path+"[]: items not in our schema")
+		} else {
+			out = append(out, compare(*old.Items.Schema, *ours.Items.Schema, path+"[]")...)
+		}
+	}
+	if old.AdditionalProperties != nil && old.AdditionalProperties.Schema != nil && ours.AdditionalProperties != nil &&
+		ours.AdditionalProperties.Schema != nil {
+		out = append(out, compare(*old.AdditionalProperties.Schema, *ours.AdditionalProperties.Schema, path+"{}")...)
+	}
+	return out
+}
+
+// enumWithin reports whether old was closed and ours allows every value old allowed.
+func enumWithin(old, ours []apiextensionsv1.JSON) bool {
+	if len(old) == 0 {
+		return false
+	}
+	allowed := map[string]bool{}
+	for _, v := range ours {
+		allowed[string(v.Raw)] = true
+	}
+	for _, v := range old {
+		if string(v.Raw) != "null" && !allowed[string(v.Raw)] {
+			return false
+		}
+	}
+	return true
 }
 
 func readOldCRDs(t *testing.T, files ...string) []apiextensionsv1.CustomResourceDefinition {
@@ -78,68 +162,4 @@ func readOldCRDs(t *testing.T, files ...string) []apiextensionsv1.CustomResource
 		t.Fatalf("read %d published CRDs, want 28 + 3", len(out))
 	}
 	return out
-}
-
-// collect appends every property path below s, with [] for items and {} for map values.
-func collect(s apiextensionsv1.JSONSchemaProps, prefix string, out *[]string) {
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := prefix + "." + n
-		*out = append(*out, p)
-		collect(s.Properties[n], p, out)
-	}
-	if s.Items != nil && s.Items.Schema != nil {
-		collect(*s.Items.Schema, prefix+"[]", out)
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		collect(*s.AdditionalProperties.Schema, prefix+"{}", out)
-	}
-}
-
-// covers reports whether path (".a[].b{}.c") is kept by schema s: it exists, or a schema on
-// the way preserves unknown fields.
-func covers(s *apiextensionsv1.JSONSchemaProps, path string) bool {
-	for path != "" {
-		if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields && len(s.Properties) == 0 {
-			return true
-		}
-		switch {
-		case path[0] == '[':
-			if s.Items == nil || s.Items.Schema == nil {
-				return false
-			}
-			s, path = s.Items.Schema, path[2:]
-		case path[0] == '{':
-			if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
-				return s.XIntOrString || (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields)
-			}
-			s, path = s.AdditionalProperties.Schema, path[2:]
-		default:
-			name := path[1:]
-			if i := indexAny(name, ".[{"); i >= 0 {
-				name, path = name[:i], name[i:]
-			} else {
-				path = ""
-			}
-			next, ok := s.Properties[name]
-			if !ok {
-				return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
-			}
-			s = &next
-		}
-	}
-	return true
-}
-
-func indexAny(s, chars string) int {
-	for i := range len(s) {
-		if bytes.IndexByte([]byte(chars), s[i]) >= 0 {
-			return i
-		}
-	}
-	return -1
 }

@@ -105,7 +105,6 @@ type NetworkList struct {
 
 // ChainSpec is the spec of a HIP-era Chain.
 type ChainSpec struct {
-	// +kubebuilder:validation:MinLength=1
 	Network string         `json:"network"`
 	Chain   ChainParameter `json:"chain"`
 }
@@ -113,15 +112,13 @@ type ChainSpec struct {
 // ChainParameter accepts vmId/networkId (v0.6) and vmID/subnetID (HIP-415).
 // +kubebuilder:validation:XValidation:rule="has(self.vmId) || has(self.vmID)",message="chain.vmId (or vmID) is required"
 type ChainParameter struct {
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 	// +optional
 	VMID string `json:"vmId,omitempty"`
 	// LegacyVMID is the HIP-415 spelling of VMID.
 	// +optional
 	LegacyVMID string `json:"vmID,omitempty"`
-	// +kubebuilder:validation:MinLength=1
-	Genesis string `json:"genesis"`
+	Genesis    string `json:"genesis"`
 	// +optional
 	NetworkID string `json:"networkId,omitempty"`
 	// SubnetID is the HIP-415 name of the network the chain runs on.
@@ -181,7 +178,6 @@ type ValidatorList struct {
 
 // SubnetSpec is the spec of a v0.3-era Subnet (HIP-417).
 type SubnetSpec struct {
-	// +kubebuilder:validation:MinLength=1
 	Network string `json:"network"`
 	// +optional
 	SubnetID string `json:"subnetId,omitempty"`

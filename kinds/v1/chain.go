@@ -110,7 +110,6 @@ type NetworkSpec struct {
 
 // NetworkChain is a chain a network runs.
 type NetworkChain struct {
-	// +kubebuilder:validation:MinLength=1
 	BlockchainID string `json:"blockchainID"`
 	// +optional
 	VMID string `json:"vmID,omitempty"`
@@ -199,18 +198,14 @@ type NetworkList struct {
 // ChainSpec is the spec of Chain.
 type ChainSpec struct {
 	// Network names the Network CR.
-	// +kubebuilder:validation:MinLength=1
 	Network string         `json:"network"`
 	Chain   ChainParameter `json:"chain"`
 }
 
 // ChainParameter defines a chain.
 type ChainParameter struct {
-	// +kubebuilder:validation:MinLength=1
-	Name string `json:"name"`
-	// +kubebuilder:validation:MinLength=1
-	VMID string `json:"vmId"`
-	// +kubebuilder:validation:MinLength=1
+	Name    string `json:"name"`
+	VMID    string `json:"vmId"`
 	Genesis string `json:"genesis"`
 	// +optional
 	NetworkID string `json:"networkId,omitempty"`
@@ -243,7 +238,6 @@ type ChainList struct {
 
 // ValidatorKindSpec is the spec of Validator.
 type ValidatorKindSpec struct {
-	// +kubebuilder:validation:MinLength=1
 	Network string        `json:"network"`
 	Spec    ValidatorSpec `json:"spec"`
 }

@@ -21,7 +21,7 @@ type ImageSpec struct {
 // ServicePort is a port of the main container, exposed by the core Service at servicePort
 // (containerPort when unset).
 type ServicePort struct {
-	// +kubebuilder:validation:MinLength=1
+	// Name may be empty for a single port, as Kubernetes allows.
 	Name string `json:"name"`
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -258,10 +258,11 @@ func (r *KMSSecretRef) SecretName() string {
 	return r.LegacySecretName
 }
 
-// SecretReference names a Secret, in the CR's namespace when namespace is empty.
+// SecretReference names a Secret, in the CR's namespace when namespace is empty. Name is
+// optional because the Go v1alpha1 schema let it be omitted.
 type SecretReference struct {
-	// +kubebuilder:validation:MinLength=1
-	Name string `json:"name"`
+	// +optional
+	Name string `json:"name,omitempty"`
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }
