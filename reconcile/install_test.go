@@ -1,0 +1,278 @@
+package reconcile_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ssautil "github.com/fluxcd/pkg/ssa/utils"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile"
+)
+
+// waitEstablished waits until every CRD of objs is Established.
+func waitEstablished(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(o.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+			for _, cond := range conds {
+				m, _ := cond.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", o.GetName(), err)
+		}
+	}
+}
+
+func failures(rs []reconcile.Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+			out = append(out, r.Object.String()+": "+r.Message)
+		}
+	}
+	return out
+}
+
+// TestCRDsBundleAccepted applies `operator crds --api-group lux.cloud` (kinds.Bundle) as
+// printed: the apiserver accepts and establishes every CRD.
+func TestCRDsBundleAccepted(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := kinds.Bundle("lux.cloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ssautil.ReadObjects(strings.NewReader(string(bundle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(context.Background(), objs)
+	if f := failures(rs); len(f) > 0 {
+		t.Fatalf("bundle refused:\n%s", strings.Join(f, "\n"))
+	}
+	waitEstablished(t, c, objs)
+}
+
+// TestInstall installs the operator twice: the first run applies everything, the second
+// is all in-sync. The ClusterRole grants the custom resources no delete.
+func TestInstall(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	inst := reconcile.Installer{Client: c, Registry: kinds.Builtin()}
+	o := reconcile.InstallOptions{APIGroup: "zoo.cloud", Namespace: "install-test", Image: "registry.example/operator:test"}
+
+	first, err := inst.Install(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(first); len(f) > 0 {
+		t.Fatalf("first install failed:\n%s", strings.Join(f, "\n"))
+	}
+	crds, _ := kinds.CRDs(o.APIGroup)
+	if want := len(crds) + 7; len(first) != want {
+		t.Errorf("first install applied %d objects, want %d", len(first), want)
+	}
+	for _, r := range first {
+		if r.Object.Group == "apiextensions.k8s.io" && strings.HasSuffix(r.Object.Name, ".bootno.de") && r.Action == reconcile.InSync {
+			continue // the chain family's CRDs are shared by every universe
+		}
+		if r.Action != reconcile.Created {
+			t.Errorf("first install: %s %s, want %s", r.Object, r.Action, reconcile.Created)
+		}
+	}
+
+	second, err := inst.Install(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range second {
+		if r.Action != reconcile.InSync {
+			t.Errorf("second install: %s %s, want %s", r.Object, r.Action, reconcile.InSync)
+		}
+	}
+
+	crdsOnly, err := inst.Install(ctx, reconcile.InstallOptions{APIGroup: o.APIGroup, CRDsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crdsOnly) != len(crds) {
+		t.Errorf("--crds-only applied %d objects, want %d", len(crdsOnly), len(crds))
+	}
+
+	dep := &unstructured.Unstructured{}
+	dep.SetAPIVersion("apps/v1")
+	dep.SetKind("Deployment")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: reconcile.OperatorName}, dep); err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	ctr := containers[0].(map[string]any)
+	if ctr["image"] != o.Image || !slices.Equal(ctr["args"].([]any), []any{"run"}) {
+		t.Errorf("container image %v args %v", ctr["image"], ctr["args"])
+	}
+}
+
+// TestInstalledRoleSuffices impersonates the installed ServiceAccount: it may apply a CR
+// and patch its status, apply and delete a child, hold a Lease in its namespace, and may
+// not delete a CR.
+func TestInstalledRoleSuffices(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	admin, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := reconcile.InstallOptions{APIGroup: "osage.cloud", Namespace: "rbac-test", Image: "registry.example/operator:test"}
+	rs, err := reconcile.Installer{Client: admin, Registry: kinds.Builtin()}.Install(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(rs); len(f) > 0 {
+		t.Fatalf("install failed:\n%s", strings.Join(f, "\n"))
+	}
+	crds, _ := reconcile.CRDObjects(o.APIGroup)
+	waitEstablished(t, admin, crds)
+
+	saCfg := rest.CopyConfig(cfg)
+	saCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + o.Namespace + ":" + reconcile.OperatorName}
+	sa, err := client.NewWithWatch(saCfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := read(t, `
+apiVersion: osage.cloud/v1
+kind: Service
+metadata: {name: web, namespace: rbac-test}
+spec:
+  image: {repository: registry.example/web, tag: "1"}
+  ports: [{name: http, containerPort: 8080}]
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: universe-operator.osage.cloud, namespace: rbac-test}
+spec: {holderIdentity: me}
+`)
+	if f := failures((&reconcile.Applier{Client: sa, Manager: reconcile.ManagerGitOps}).Apply(ctx, objs)); len(f) > 0 {
+		t.Fatalf("operator may not apply its CR or Lease:\n%s", strings.Join(f, "\n"))
+	}
+	cr := objs[0]
+	if err := sa.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	children, err := kinds.Builtin().Build(cr, kinds.Context{APIGroup: o.APIGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures((&reconcile.Applier{Client: sa, Manager: reconcile.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
+		t.Fatalf("operator may not apply the children:\n%s", strings.Join(f, "\n"))
+	}
+	status := cr.DeepCopy()
+	_ = unstructured.SetNestedField(status.Object, "Pending", "status", "phase")
+	if err := sa.Status().Update(ctx, status); err != nil {
+		t.Errorf("update status: %v", err)
+	}
+	if err := sa.Delete(ctx, children[0]); err != nil {
+		t.Errorf("delete child %s: %v", children[0].GetKind(), err)
+	}
+	if err := sa.Delete(ctx, cr); err == nil {
+		t.Error("operator may delete its own CR")
+	}
+}
+
+// TestClusterRole checks the generated rules: every CR resource and its status, every child
+// resource, no delete on any CR group, no wildcard.
+func TestClusterRole(t *testing.T) {
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(clientgoscheme.Scheme)
+	role, err := reconcile.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != "universe-operator.lux.cloud" {
+		t.Errorf("name %q", role.Name)
+	}
+	grants := map[string][]string{} // group/resource -> verbs
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if g == "*" || res == "*" || slices.Contains(r.Verbs, "*") {
+					t.Errorf("wildcard rule %+v", r)
+				}
+				grants[g+"/"+res] = append(grants[g+"/"+res], r.Verbs...)
+			}
+		}
+	}
+	cases := map[string]struct {
+		resource string
+		want     []string
+	}{
+		"universe CR":       {"lux.cloud/services", []string{"get", "list", "watch", "create", "patch"}},
+		"universe status":   {"lux.cloud/services/status", []string{"get", "patch", "update"}},
+		"legacy CR":         {"lux.cloud/hanzoservices", []string{"get", "list", "watch", "create", "patch"}},
+		"kms CR and child":  {"kms.lux.cloud/kmssecrets", []string{"get", "list", "watch", "create", "patch"}},
+		"chain CR":          {"bootno.de/networks", []string{"get", "list", "watch", "create", "patch"}},
+		"deployments":       {"apps/deployments", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		"statefulsets":      {"apps/statefulsets", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		"services":          {"/services", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		"hpa":               {"autoscaling/horizontalpodautoscalers", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		"namespaces":        {"/namespaces", []string{"get", "list", "watch", "create", "patch"}},
+		"crds":              {"apiextensions.k8s.io/customresourcedefinitions", []string{"get", "list", "watch", "create", "patch"}},
+		"events":            {"/events", []string{"create", "patch"}},
+		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
+		"no leases cluster": {"coordination.k8s.io/leases", nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, grants[tc.resource]); diff != "" {
+				t.Errorf("verbs on %s (-want +got):\n%s", tc.resource, diff)
+			}
+		})
+	}
+	for _, group := range []string{"lux.cloud", "kms.lux.cloud", "bootno.de"} {
+		for key, verbs := range grants {
+			if strings.HasPrefix(key, group+"/") && slices.Contains(verbs, "delete") {
+				t.Errorf("delete granted on custom resource %s", key)
+			}
+		}
+	}
+	again, err := reconcile.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(role.Rules, again.Rules); diff != "" {
+		t.Errorf("rules not deterministic:\n%s", diff)
+	}
+}
