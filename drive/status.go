@@ -184,7 +184,9 @@ var waitingReasons = map[string]bool{
 }
 
 // PodProblem names the first pod (by name) whose container is stuck, e.g.
-// "pod web-7d9f container web: CrashLoopBackOff (3 restarts)", or "" when none is.
+// "pod web-7d9f container web: CrashLoopBackOff (3 restarts)", or one that keeps
+// restarting between back-offs ("restarting, last exit code 1 (Error), 3 restarts"), or ""
+// when none is.
 func PodProblem(pods []corev1.Pod) string {
 	sorted := append([]corev1.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -192,6 +194,9 @@ func PodProblem(pods []corev1.Pod) string {
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && waitingReasons[w.Reason] {
 				return fmt.Sprintf("pod %s container %s: %s (%d restarts)", p.Name, cs.Name, w.Reason, cs.RestartCount)
+			}
+			if last := cs.LastTerminationState.Terminated; !cs.Ready && cs.RestartCount > 0 && last != nil && last.ExitCode != 0 {
+				return fmt.Sprintf("pod %s container %s: restarting, last exit code %d (%s), %d restarts", p.Name, cs.Name, last.ExitCode, last.Reason, cs.RestartCount)
 			}
 		}
 	}

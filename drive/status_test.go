@@ -165,10 +165,18 @@ func TestPodProblem(t *testing.T) {
 		pods []corev1.Pod
 		want string
 	}{
-		"none":                   {want: ""},
-		"container creating":     {pods: []corev1.Pod{waiting("a", "ContainerCreating", 0)}, want: ""},
-		"crash loop":             {pods: []corev1.Pod{waiting("b", "CrashLoopBackOff", 3)}, want: "pod b container app: CrashLoopBackOff (3 restarts)"},
-		"first by name wins":     {pods: []corev1.Pod{waiting("z", "CrashLoopBackOff", 1), waiting("c", "ImagePullBackOff", 0)}, want: "pod c container app: ImagePullBackOff (0 restarts)"},
+		"none":               {want: ""},
+		"container creating": {pods: []corev1.Pod{waiting("a", "ContainerCreating", 0)}, want: ""},
+		"crash loop":         {pods: []corev1.Pod{waiting("b", "CrashLoopBackOff", 3)}, want: "pod b container app: CrashLoopBackOff (3 restarts)"},
+		"first by name wins": {pods: []corev1.Pod{waiting("z", "CrashLoopBackOff", 1), waiting("c", "ImagePullBackOff", 0)}, want: "pod c container app: ImagePullBackOff (0 restarts)"},
+		"restarting between back-offs": {pods: []corev1.Pod{func() corev1.Pod {
+			p := corev1.Pod{}
+			p.Name = "e"
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 5,
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}
+			return p
+		}()}, want: "pod e container app: restarting, last exit code 1 (Error), 5 restarts"},
 		"healthy pod is skipped": {pods: []corev1.Pod{{}, waiting("d", "ErrImagePull", 0)}, want: "pod d container app: ErrImagePull (0 restarts)"},
 	}
 	for name, tc := range cases {

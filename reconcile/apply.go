@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -110,7 +112,7 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 	var existing, applied *unstructured.Unstructured
 	// Observe the live object ssa reads and the object the apply returns: the two sets of
 	// managedFields are what drift attribution needs, at no extra request.
-	c := interceptor.NewClient(a.Client.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(withWatch(a.Client), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 			err := c.Get(ctx, key, o, opts...)
 			if u, ok := o.(*unstructured.Unstructured); ok && err == nil && existing == nil {
@@ -139,6 +141,21 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 	default:
 		return Result{Object: ref, Action: InSync}
 	}
+}
+
+// withWatch adapts a client without Watch (a manager's client) to the interceptor; ssa
+// never watches.
+func withWatch(c client.Client) client.WithWatch {
+	if w, ok := c.(client.WithWatch); ok {
+		return w
+	}
+	return noWatch{c}
+}
+
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported by this client")
 }
 
 func isDryRun(opts []client.PatchOption) bool {

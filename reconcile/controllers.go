@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/openuniverse/operator/kinds"
+)
+
+var (
+	metricDriftCorrections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_kind_drift_corrections_total",
+		Help: "Children whose out-of-band changes a Kind controller reverted, per Kind.",
+	}, []string{"kind"})
+	metricApplyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_kind_apply_errors_total",
+		Help: "Children the apiserver refused to apply, per Kind.",
+	}, []string{"kind"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(metricDriftCorrections, metricApplyErrors)
+}
+
+// SetupKinds registers one controller per registry entry whose CRD the cluster serves,
+// watching the CR and owning its children. Kinds or child types the cluster does not
+// serve are logged and skipped, so a partial install still runs what it can.
+func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Logger) error {
+	applier := &Applier{Client: mgr.GetClient(), Manager: ManagerKinds, Concurrency: 4}
+	mapper := mgr.GetRESTMapper()
+	served := func(gvk schema.GroupVersionKind) bool {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}
+	refs := make([]kinds.Ref, 0, len(reg))
+	for ref := range reg {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	started := 0
+	for _, ref := range refs {
+		e := reg[ref]
+		gvk := e.GroupVersionKind(group)
+		if !served(gvk) {
+			log.Info("kind not served by the cluster, skipping its controller", "kind", gvk.String())
+			continue
+		}
+		r := &KindReconciler{
+			Client:   mgr.GetClient(),
+			Applier:  applier,
+			Entry:    e,
+			Context:  kinds.Context{APIGroup: group},
+			Recorder: mgr.GetEventRecorder("universe-operator"),
+			Now:      time.Now,
+		}
+		b := ctrl.NewControllerManagedBy(mgr).
+			Named(strings.ToLower(strings.ReplaceAll(ref.String(), "/", "-"))).
+			For(e.New()).
+			WithOptions(controller.Options{MaxConcurrentReconciles: 2})
+		for _, child := range e.OwnedGVKs(group) {
+			if !served(child) {
+				log.Info("child kind not served by the cluster, not watching it", "kind", gvk.Kind, "child", child.String())
+				continue
+			}
+			r.Owned = append(r.Owned, child)
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(child)
+			b = b.Owns(u)
+		}
+		if err := b.Complete(r); err != nil {
+			return fmt.Errorf("set up controller for %s: %w", gvk, err)
+		}
+		started++
+	}
+	if started == 0 {
+		return errNoKinds
+	}
+	log.Info("kind controllers set up", "controllers", started)
+	return nil
+}
