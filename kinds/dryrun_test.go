@@ -1,6 +1,9 @@
 package kinds_test
 
 import (
+	"context"
+	"slices"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +23,8 @@ import (
 // with no field the schema would drop.
 func TestGoldenDryRun(t *testing.T) {
 	cfg := apiServerWith(t, kinds.DefaultAPIGroup)
+	warnings := &warningRecorder{}
+	cfg.WarningHandlerWithContext = warnings
 	ctx := t.Context()
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	cs := kubernetes.NewForConfigOrDie(cfg)
@@ -60,5 +65,35 @@ func TestGoldenDryRun(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d objects dry-run applied", applied)
+	t.Logf("%d objects dry-run applied, %d apiserver warnings", applied, len(warnings.list()))
+	for _, w := range warnings.list() {
+		if w != ingressClassWarning {
+			t.Errorf("apiserver warning: %s", w)
+		}
+	}
+}
+
+// ingressClassWarning is the one warning the contract accepts: the class is always the
+// kubernetes.io/ingress.class annotation (wire-contract §14.12), never spec.ingressClassName.
+const ingressClassWarning = `annotation "kubernetes.io/ingress.class" is deprecated, please use 'spec.ingressClassName' instead`
+
+// warningRecorder collects the apiserver's warnings instead of logging them.
+type warningRecorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, message string) {
+	if code != 299 || message == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, message)
+}
+
+func (w *warningRecorder) list() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
 }
