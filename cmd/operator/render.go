@@ -44,7 +44,7 @@ func newRenderCommand() *cobra.Command {
 
 func render(stdout, stderr io.Writer, stdin io.Reader, group, path string) error {
 	if err := kinds.ValidateGroup(group); err != nil {
-		return err
+		return codedError{code: 2, msg: err.Error()}
 	}
 	snap, err := reconcile.ReadManifests(path, stdin)
 	if err != nil {
