@@ -70,7 +70,6 @@ func buildDatastore(o owner, s *v1.DBSpec, engine v1.Engine, crLabels map[string
 		ports = []v1.ServicePort{{Name: string(engine), ContainerPort: def.port}}
 	}
 	w := &stateful{
-		component:          string(engine),
 		image:              img,
 		pullPolicy:         corev1.PullIfNotPresent,
 		replicas:           deref32(s.Replicas, 1),
@@ -105,8 +104,7 @@ func buildDatastore(o owner, s *v1.DBSpec, engine v1.Engine, crLabels map[string
 // stateful is a StatefulSet-backed workload: the datastore engines, Base, MPC, Network and the
 // chain runtimes all render through it.
 type stateful struct {
-	component string
-	image     *v1.ImageSpec
+	image *v1.ImageSpec
 	// pullPolicy overrides the image's pull policy when set.
 	pullPolicy corev1.PullPolicy
 	replicas   int32
