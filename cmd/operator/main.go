@@ -36,25 +36,45 @@ func newRootCommand() *cobra.Command {
 }
 
 // envDefaults lets every flag be set by an environment variable: --api-group by
-// OPERATOR_API_GROUP, --leader-elect by OPERATOR_LEADER_ELECT, and so on. A flag given on
-// the command line wins over the environment.
+// OPERATOR_API_GROUP, --leader-elect by OPERATOR_LEADER_ELECT, and so on. The existing
+// operator's variables (GITOPS_TOKEN_FILE, GITOPS_REPO, …) are read too, so a Deployment
+// written for it keeps working. A flag given on the command line wins over the environment.
 func envDefaults(fs *pflag.FlagSet) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
 		if err != nil || f.Changed {
 			return
 		}
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
-			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("environment %s: %w", envName(f.Name), serr)
+		for _, name := range envNames(f.Name) {
+			if v, ok := os.LookupEnv(name); ok && v != "" {
+				if serr := fs.Set(f.Name, v); serr != nil {
+					err = fmt.Errorf("environment %s: %w", name, serr)
+				}
+				return
 			}
 		}
 	})
 	return err
 }
 
-func envName(flag string) string {
-	return "OPERATOR_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+// legacyEnv maps the existing operator's git-loop variables to our flags.
+var legacyEnv = map[string]string{
+	"github-repository":  "GITOPS_REPO",
+	"github-branch":      "GITOPS_BRANCH",
+	"github-path":        "GITOPS_CRS_PATH",
+	"github-api-url":     "GITOPS_GITHUB_API",
+	"gitops-token-file":  "GITOPS_TOKEN_FILE",
+	"gitops-namespaces":  "GITOPS_NAMESPACES",
+	"gitops-apply-scope": "GITOPS_APPLY_SCOPE",
+}
+
+// envNames lists the variables that may set flag, most specific first.
+func envNames(flag string) []string {
+	names := []string{"OPERATOR_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+	if legacy, ok := legacyEnv[flag]; ok {
+		names = append(names, legacy)
+	}
+	return names
 }
 
 // exitCoder lets a command choose its exit status (diff: 1 means drift, 2 an error).

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
@@ -14,7 +19,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/gitclone"
+	"github.com/openuniverse/operator/source/github"
 )
 
 // runOptions configures `operator run`. Every flag is mirrored by OPERATOR_<FLAG>.
@@ -22,6 +35,7 @@ type runOptions struct {
 	APIGroup      string
 	Namespace     string
 	Kubeconfig    string
+	Controllers   []string
 	MetricsAddr   string
 	ProbeAddr     string
 	LeaderElect   bool
@@ -30,27 +44,38 @@ type runOptions struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	LogLevel      string
+
+	Source source.Options
+	GitHub github.Options
+	Git    gitclone.Options
+	GitOps gitops.Options
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.APIGroup, "api-group", "hanzo.ai", "API group of the universe Kinds (hanzo.ai, lux.cloud, zoo.cloud, osage.cloud, …).")
+	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe Kinds (hanzo.ai, lux.cloud, zoo.cloud, osage.cloud, …).")
 	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; holds the leader-election Lease.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
+	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz, /readyz, POST /reconcile and GET /gitops.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect one leader through a Lease; only the leader writes.")
 	fs.StringVar(&o.LeaderID, "leader-election-id", "", "Name of the Lease; empty means universe-operator.<api-group>.")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "How long a lease is valid before others may take it.")
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up and exits.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "How often candidates retry acquiring the lease.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
+	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
+	o.Source.BindFlags(fs)
+	o.GitHub.BindFlags(fs)
+	o.Git.BindFlags(fs)
+	o.GitOps.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the operator: controllers, probes and metrics, with leader election",
+		Short: "Run the operator: Kind controllers and the git sweep, with leader election, probes and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(o)
@@ -67,7 +92,11 @@ func run(o *runOptions) error {
 	}
 	ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.Level(level)))
 	log := ctrl.Log.WithName("setup")
-
+	for _, c := range o.Controllers {
+		if c != "kinds" && c != "gitops" {
+			return fmt.Errorf("--controllers: unknown loop %q (want kinds, gitops)", c)
+		}
+	}
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return err
@@ -76,6 +105,9 @@ func run(o *runOptions) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := kinds.AddToScheme(scheme, o.APIGroup); err != nil {
+		return fmt.Errorf("--api-group: %w", err)
+	}
 	leaderID := o.LeaderID
 	if leaderID == "" {
 		leaderID = "universe-operator." + o.APIGroup
@@ -83,7 +115,7 @@ func run(o *runOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:        o.ProbeAddr,
+		HealthProbeBindAddress:        "0", // served below, next to /reconcile and /gitops
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              leaderID,
 		LeaderElectionNamespace:       o.Namespace,
@@ -95,22 +127,106 @@ func run(o *runOptions) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
+	mux.Handle("/readyz", http.StripPrefix("/readyz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
+
+	if slices.Contains(o.Controllers, "kinds") {
+		if err := reconcile.SetupKinds(mgr, kinds.Builtin(), o.APIGroup, ctrl.Log.WithName("kinds")); err != nil {
+			return err
+		}
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	if slices.Contains(o.Controllers, "gitops") {
+		if err := setupGitOps(mgr, cfg, o, mux, log); err != nil {
+			return err
+		}
+	}
+	if o.ProbeAddr != "0" {
+		srv := &manager.Server{Name: "probes", Server: &http.Server{Addr: o.ProbeAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+		if err := mgr.Add(srv); err != nil {
+			return err
+		}
 	}
 	go func() {
 		<-mgr.Elected()
 		log.Info("elected leader", "lease", o.Namespace+"/"+leaderID)
 	}()
-	log.Info("starting operator", "version", version, "apiGroup", o.APIGroup, "namespace", o.Namespace, "leaderElect", o.LeaderElect)
+	log.Info("starting operator", "version", version, "apiGroup", o.APIGroup, "namespace", o.Namespace,
+		"controllers", o.Controllers, "leaderElect", o.LeaderElect)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// setupGitOps adds the git sweep (leader only) and its webhook and report endpoints. With
+// no repository configured the loop is off, and says so.
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, log logr.Logger) error {
+	creds, err := o.Source.Credentials()
+	if err != nil {
+		return fmt.Errorf("--gitops-token-file: %w", err)
+	}
+	var src source.Source
+	switch {
+	case o.Git.URL != "" && o.GitHub.Repository != "":
+		return errors.New("set one of --git-url and --github-repository, not both")
+	case o.Git.URL != "":
+		src, err = gitclone.New(credsOrNil(creds), o.Git)
+	case o.GitHub.Repository != "":
+		src, err = github.New(credsOrNil(creds), o.GitHub)
+	default:
+		log.Info("git sweep off: no --git-url or --github-repository")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("git source: %w", err)
+	}
+	scope, err := o.GitOps.Scope(o.Namespace)
+	if err != nil {
+		return fmt.Errorf("gitops scope: %w", err)
+	}
+	sweeper, err := gitops.NewSweeper(cfg, src, scope, o.GitOps)
+	if err != nil {
+		return err
+	}
+	var secret gitops.Secret
+	if o.GitOps.WebhookSecretFile != "" {
+		tf, err := source.OpenTokenFile(o.GitOps.WebhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("--gitops-webhook-secret-file: %w", err)
+		}
+		secret = tf
+		if err := mgr.Add(watchFile(tf, log.WithName("webhook-secret"))); err != nil {
+			return err
+		}
+	}
+	if creds != nil {
+		if err := mgr.Add(watchFile(creds, log.WithName("token"))); err != nil {
+			return err
+		}
+	}
+	sweeper.Routes(mux, sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook")))
+	return mgr.Add(sweeper)
+}
+
+// credsOrNil keeps a nil *TokenFile from becoming a non-nil interface.
+func credsOrNil(tf *source.TokenFile) source.Credentials {
+	if tf == nil {
+		return nil
+	}
+	return tf
+}
+
+// watchFile reloads a token file on change on every replica, so a new leader starts with
+// the current token.
+func watchFile(tf *source.TokenFile, log logr.Logger) manager.RunnableFunc {
+	return func(ctx context.Context) error {
+		if err := tf.Watch(ctx, log); err != nil && ctx.Err() == nil {
+			log.Error(err, "watching token file stopped; the token is still re-read after an authentication failure")
+		}
+		return nil
+	}
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
