@@ -798,3 +798,133 @@ func intOrStr(i int32) intstr.IntOrString { return intstr.FromInt32(i) }
 type apiextJSON = apiextensionsv1.JSON
 
 func fmtType(o runtime.Object) string { return fmt.Sprintf("%T", o) }
+
+// TestIngressConventions is invariant 12 (and 13's label), over every golden case: the class
+// is the kubernetes.io/ingress.class annotation and never spec.ingressClassName; every TLS
+// secret is <ingress>-tls; every Ingress carries managed-by, which the Ingress Kind's prune
+// selects on.
+func TestIngressConventions(t *testing.T) {
+	reg := kinds.Builtin()
+	n := 0
+	for _, c := range goldenCases(t) {
+		objs, err := reg.Build(c.Obj, hanzo)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			if o.GetKind() != "Ingress" {
+				continue
+			}
+			n++
+			if o.GetAnnotations()["kubernetes.io/ingress.class"] == "" {
+				t.Errorf("%s: Ingress %s has no class annotation", c.Name, o.GetName())
+			}
+			if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "ingressClassName"); found {
+				t.Errorf("%s: Ingress %s sets spec.ingressClassName", c.Name, o.GetName())
+			}
+			if o.GetLabels()[kinds.LabelManagedBy] != kinds.ManagedBy {
+				t.Errorf("%s: Ingress %s lacks managed-by", c.Name, o.GetName())
+			}
+			tls, _, _ := unstructured.NestedSlice(o.Object, "spec", "tls")
+			for _, e := range tls {
+				if name := e.(map[string]any)["secretName"]; name != o.GetName()+"-tls" {
+					t.Errorf("%s: Ingress %s TLS secret %v", c.Name, o.GetName(), name)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("only %d Ingresses checked", n)
+	}
+}
+
+// TestServiceIngressPaths: `/` is routed only when there are no pathRules; no hosts, no
+// Ingress (an Ingress without rules would be invalid and expose nothing).
+func TestServiceIngressPaths(t *testing.T) {
+	ports := []v1.ServicePort{{Name: "http", ContainerPort: 8080, ServicePort: ptr.To[int32](80)}}
+	cases := map[string]struct {
+		ing   *v1.IngressSpec
+		paths []string // nil: no Ingress
+	}{
+		"implicit root":         {&v1.IngressSpec{Enabled: true, Hosts: []string{"a.b"}}, []string{"/ -> web:80"}},
+		"path rules only":       {&v1.IngressSpec{Enabled: true, Hosts: []string{"a.b"}, PathRules: []v1.PathRule{{Path: "/x", PathType: "Prefix", Port: 9}}}, []string{"/x -> web:9"}},
+		"disabled":              {&v1.IngressSpec{Hosts: []string{"a.b"}}, nil},
+		"no hosts":              {&v1.IngressSpec{Enabled: true}, nil},
+		"class from annotation": {&v1.IngressSpec{Enabled: true, Hosts: []string{"a.b"}, Annotations: map[string]string{"kubernetes.io/ingress.class": "nginx"}}, []string{"/ -> web:80"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Ports: ports, Ingress: c.ing}})
+			var got []string
+			for _, o := range objs {
+				if o.GetKind() != "Ingress" {
+					continue
+				}
+				got = []string{}
+				rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+				paths, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "http", "paths")
+				for _, p := range paths {
+					pm := p.(map[string]any)
+					svc, _, _ := unstructured.NestedString(pm, "backend", "service", "name")
+					port, _, _ := unstructured.NestedInt64(pm, "backend", "service", "port", "number")
+					got = append(got, fmt.Sprintf("%s -> %s:%d", pm["path"], svc, port))
+				}
+				if name == "class from annotation" && o.GetAnnotations()["kubernetes.io/ingress.class"] != "nginx" {
+					t.Errorf("the existing class annotation was overwritten: %v", o.GetAnnotations())
+				}
+			}
+			if diff := cmp.Diff(c.paths, got); diff != "" {
+				t.Errorf("paths (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNoEmptyConfigMap is invariant 16's first half, over every golden case.
+func TestNoEmptyConfigMap(t *testing.T) {
+	reg := kinds.Builtin()
+	for _, c := range goldenCases(t) {
+		objs, err := reg.Build(c.Obj, hanzo)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			if o.GetKind() != "ConfigMap" {
+				continue
+			}
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			if len(data) == 0 {
+				t.Errorf("%s: ConfigMap %s is empty", c.Name, o.GetName())
+			}
+			for k, v := range data {
+				if strings.TrimSpace(v) == "" {
+					t.Errorf("%s: ConfigMap %s key %s is empty", c.Name, o.GetName(), k)
+				}
+			}
+		}
+	}
+}
+
+// TestImagelessNeverBlanksALiveImage is invariant 16's second half: a Service-shaped CR or a
+// service-profile App without image.repository materializes nothing and says why.
+func TestImagelessNeverBlanksALiveImage(t *testing.T) {
+	cases := map[string]struct {
+		ref kinds.Ref
+		cr  kinds.Object
+	}{
+		"Service, no image":     {canon("Service"), &v1.Service{ObjectMeta: meta("a"), Spec: v1.ServiceSpec{Replicas: ptr.To[int32](2)}}},
+		"Service, empty repo":   {canon("Service"), &v1.Service{ObjectMeta: meta("b"), Spec: v1.ServiceSpec{Image: &v1.ImageSpec{Tag: "v1"}}}},
+		"App, no image":         {canon("App"), &v1.App{ObjectMeta: meta("c"), Spec: v1.AppSpec{Role: "service"}}},
+		"App, tag but no image": {canon("App"), &v1.App{ObjectMeta: meta("d"), Spec: v1.AppSpec{Tag: "v2"}}},
+		"LLM facade":            {canon("LLM"), &v1.LLM{ObjectMeta: meta("e")}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzo)
+			h, ok := kinds.AsHalt(err)
+			if !ok || h.Reason != kinds.ReasonInvalidSpec || h.Phase != v1.PhaseDegraded || len(objs) != 0 {
+				t.Errorf("got %d objects, err %v; want no objects and Degraded/InvalidSpec", len(objs), err)
+			}
+		})
+	}
+}
