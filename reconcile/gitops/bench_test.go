@@ -68,7 +68,11 @@ func BenchmarkSweepVsKubectl(b *testing.B) {
 			return func() {
 				if sw == nil {
 					var err error
-					if sw, err = NewSweeper(counted, src, scope, DefaultOptions()); err != nil {
+					o := DefaultOptions()
+					if c, _ := strconv.Atoi(os.Getenv("BENCH_CONCURRENCY")); c > 0 {
+						o.Concurrency = c
+					}
+					if sw, err = NewSweeper(counted, src, scope, o); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -159,7 +159,7 @@ const (
 const DefaultMaxBytes = 4 << 20
 
 // DefaultConcurrency is how many objects a sweep applies at once by default.
-const DefaultConcurrency = 16
+const DefaultConcurrency = 32
 
 // DefaultOptions returns the defaults BindFlags registers.
 func DefaultOptions() Options {

@@ -71,9 +71,14 @@ type item struct {
 // NewSweeper builds the sweep over its own clients from cfg (copied): a
 // discovery-backed RESTMapper it resets after applying CRDs, a client for
 // the applies and a metadata client for the watches. Requests go through
-// cfg's transport and rate limits.
+// cfg's transport and rate limits; a zero QPS (client-go's default, 5 per
+// second) is taken as controller-runtime's GetConfig takes it: no
+// client-side limit, the apiserver's priority and fairness governs.
 func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) (*Sweeper, error) {
 	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("gitops http client: %w", err)
