@@ -1,7 +1,46 @@
-// Package gitops holds the pure decisions of the git sweep and its HTTP
-// trigger: Scope.Plan turns parsed manifests into what to apply and what to
-// skip, and Webhook with Trigger turn a signed POST /reconcile into at most
-// one extra sweep.
+// Package gitops is the git sweep: it reads the universe repository and
+// server-side applies the objects it declares, never deleting any. Its pure
+// decisions are Scope.Plan (what to apply, what to skip and why), Stale with
+// Fingerprint (the idle check) and Summarize; Sweeper is the thin shell that
+// reads git, applies, reports and serves GET /gitops, and Webhook with
+// Trigger turn a signed POST /reconcile into at most one extra sweep.
+//
+// # A sweep
+//
+//	Head ─► unchanged, and no applied object moved? ─► done: no apiserver request
+//	     ─► Snapshot ─► Parse ─► Plan ─► apply the stale objects ─► Report
+//
+// Objects are applied under the field manager universe-operator-gitops with
+// a forced server-side apply, kind-agnostic through a discovery RESTMapper:
+// CRDs and Namespaces first, then, once changed CRDs are established and the
+// mapper reset, everything else. One object failing never stops the others;
+// a 403 is reported apart (Denied) with the RBAC grant that is missing.
+//
+// # Free when idle
+//
+// The sweep keeps a metadata-only watch on every resource (per owned
+// namespace) it applied to, and records, per object, the digest of what it
+// applied and the fingerprint of what the apiserver returned. An object is
+// applied again only when git changed it, its last apply failed, or the
+// watch shows it moved (Stale): so a sweep with an unchanged head and no
+// drift sends the apiserver nothing, ten changed files cost ten requests,
+// and a cold sync costs one request per object, classified from the
+// response (reconcile.Applier.ApplyKnown). The fingerprint ignores status
+// writes, so the Kind controllers reporting status cost the sweep nothing.
+// A watch event that moves an applied object fires the Trigger, so an
+// out-of-band edit or delete is corrected at once, naming the field managers
+// that had changed it. Kinds the sweep may not watch are applied every sweep
+// through the get-and-dry-run path of reconcile.Applier.Apply.
+//
+// # Report
+//
+// Every sweep logs one line per object (Created object / Reverted drift,
+// with driftedBy / In sync at V(1) / Apply denied, with the grant / Apply
+// failed), one per skip, and a summary (files, refetched, created, updated,
+// inSync, errors, denied, skipped, outOfScope); counts it in Prometheus
+// (universe_operator_gitops_*) on controller-runtime's registry; and keeps
+// it for GET /gitops. Nothing logged or reported carries a token or the
+// content of an object.
 //
 // # Never prune
 //
