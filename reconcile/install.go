@@ -163,40 +163,83 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	return out, nil
 }
 
-// Verbs of the ClusterRole. The custom resources are never deleted by the operator (the
-// git path never prunes and a controller never deletes its own CR); children are, when
-// their CR stops wanting them.
+// Verbs of the ClusterRole. The git path never deletes and a controller never deletes its
+// own CR; children are deleted when their CR stops wanting them.
 var (
 	verbsCR       = []string{"get", "list", "watch", "create", "patch"}
 	verbsStatus   = []string{"get", "patch", "update"}
 	verbsChildren = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbsCRD      = []string{"get", "list", "watch", "create", "patch"}
+	verbsRead     = []string{"get", "list", "watch"}
 	verbsEvents   = []string{"create", "patch"}
 )
 
 // ClusterRole returns the operator's ClusterRole for universe group, generated from what
 // the code needs:
 //   - every Kind of the CRD bundle (the universe, kms and chain families): read, create and
-//     patch (the git path applies them), and their /status; no delete;
+//     patch (the git path applies them) and their /status; no delete, except for a Kind that
+//     is also a child the controllers prune (KMSSecret);
 //   - every child Kind a Registry entry owns, resolved to its resource through mapper:
-//     read, create, patch and delete (the controllers prune children by owner uid). A child
-//     that is itself a custom resource (KMSSecret) keeps the custom resources' verbs;
+//     read, create, patch and delete (the controllers prune children by owner uid);
+//   - Pods: read (a controller explains a workload stuck on its pods);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
-//   - Events: create and patch.
+//   - Events (core and events.k8s.io): create and patch.
 //
-// Rules are sorted by API group, resources within a rule by name.
+// The Lease lives in a Role of the operator's namespace. Rules are sorted by API group,
+// resources within a rule by name.
 func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rbacv1.ClusterRole, error) {
 	crds, err := kinds.CRDs(group)
 	if err != nil {
 		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
 	}
-	crGroups := map[string][]string{}
-	crKinds := map[string]bool{}
+	crPlurals := map[string][]string{}        // group -> plurals
+	crByKind := map[schema.GroupKind]string{} // -> plural
 	for _, crd := range crds {
-		crGroups[crd.Spec.Group] = append(crGroups[crd.Spec.Group], crd.Spec.Names.Plural)
-		crKinds[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = true
+		crPlurals[crd.Spec.Group] = append(crPlurals[crd.Spec.Group], crd.Spec.Names.Plural)
+		crByKind[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd.Spec.Names.Plural
 	}
-	children := map[string][]string{}
+	children, prunedCRs, err := childResources(group, reg, mapper, crByKind)
+	if err != nil {
+		return nil, err
+	}
+	var rules []rbacv1.PolicyRule
+	rule := func(g string, resources, verbs []string) {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources, Verbs: verbs})
+	}
+	for _, g := range sortedKeys(crPlurals) {
+		plurals := dedupe(crPlurals[g])
+		status := make([]string, len(plurals))
+		for i, p := range plurals {
+			status[i] = p + "/status"
+		}
+		rule(g, plurals, verbsCR)
+		rule(g, status, verbsStatus)
+		if pruned := prunedCRs[g]; len(pruned) > 0 {
+			rule(g, dedupe(pruned), []string{"delete"})
+		}
+	}
+	for _, g := range sortedKeys(children) {
+		rule(g, dedupe(children[g]), verbsChildren)
+		if g == "" {
+			rule(g, []string{"namespaces"}, verbsCR)
+			rule(g, []string{"pods"}, verbsRead)
+			rule(g, []string{"events"}, verbsEvents)
+		}
+	}
+	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)
+	rule("events.k8s.io", []string{"events"}, verbsEvents)
+	return &rbacv1.ClusterRole{
+		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
+		ObjectMeta: metav1.ObjectMeta{Name: OperatorName + "." + group, Labels: operatorLabels()},
+		Rules:      rules,
+	}, nil
+}
+
+// childResources resolves every child Kind the Registry's entries own to its resource,
+// by API group. Children that are custom resources of the bundle come back apart, in
+// prunedCRs.
+func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, crByKind map[schema.GroupKind]string) (children, prunedCRs map[string][]string, err error) {
+	children = map[string][]string{"": nil}
+	prunedCRs = map[string][]string{}
 	refs := make([]kinds.Ref, 0, len(reg))
 	for ref := range reg {
 		refs = append(refs, ref)
@@ -204,58 +247,18 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	for _, ref := range refs {
 		for _, gvk := range reg[ref].OwnedGVKs(group) {
-			if crKinds[gvk.Group+"/"+gvk.Kind] {
+			if plural, ok := crByKind[gvk.GroupKind()]; ok {
+				prunedCRs[gvk.Group] = append(prunedCRs[gvk.Group], plural)
 				continue
 			}
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				return nil, fmt.Errorf("resolve %s, a child of %s, to its resource: %w", gvk, ref, err)
+				return nil, nil, fmt.Errorf("resolve %s, a child of %s, to its resource: %w", gvk, ref, err)
 			}
 			children[gvk.Group] = append(children[gvk.Group], m.Resource.Resource)
 		}
 	}
-	children[""] = append(children[""], "namespaces")
-
-	var rules []rbacv1.PolicyRule
-	for _, g := range sortedKeys(crGroups) {
-		plurals := dedupe(crGroups[g])
-		status := make([]string, len(plurals))
-		for i, p := range plurals {
-			status[i] = p + "/status"
-		}
-		rules = append(rules,
-			rbacv1.PolicyRule{APIGroups: []string{g}, Resources: plurals, Verbs: verbsCR},
-			rbacv1.PolicyRule{APIGroups: []string{g}, Resources: status, Verbs: verbsStatus})
-	}
-	for _, g := range sortedKeys(children) {
-		verbs := verbsChildren
-		resources := dedupe(children[g])
-		if g == "" {
-			// namespaces are applied by the git path, never deleted.
-			var pruned []string
-			for _, r := range resources {
-				if r != "namespaces" {
-					pruned = append(pruned, r)
-				}
-			}
-			if len(pruned) > 0 {
-				rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: pruned, Verbs: verbs})
-			}
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: []string{"namespaces"}, Verbs: verbsCR})
-			continue
-		}
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources, Verbs: verbs})
-	}
-	rules = append(rules,
-		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: verbsCRD},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: verbsEvents},
-		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: verbsEvents},
-	)
-	return &rbacv1.ClusterRole{
-		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: OperatorName + "." + group, Labels: operatorLabels()},
-		Rules:      rules,
-	}, nil
+	return children, prunedCRs, nil
 }
 
 // Deployment returns the operator's Deployment: one replica running `operator run` for
