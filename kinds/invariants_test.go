@@ -928,3 +928,83 @@ func TestImagelessNeverBlanksALiveImage(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidSpecs: a spec that cannot be materialized as written is Degraded/InvalidSpec
+// with no objects, never a guess.
+func TestInvalidSpecs(t *testing.T) {
+	persist := func(p v1.PersistenceSpec) *v1.Service {
+		p.Enabled = true
+		return &v1.Service{ObjectMeta: meta("p"), Spec: v1.ServiceSpec{Image: img("r", ""), Persistence: &p}}
+	}
+	localhost := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+	raw, _ := json.Marshal("missing")
+	cases := map[string]struct {
+		ref  kinds.Ref
+		cr   kinds.Object
+		want string
+	}{
+		"persistence without dataDir": {canon("Service"), persist(v1.PersistenceSpec{Bucket: "b", DBPath: "x"}), "persistence.dataDir"},
+		"persistence without bucket":  {canon("Service"), persist(v1.PersistenceSpec{DataDir: "/d", DBPath: "x"}), "persistence.bucket"},
+		"persistence without dbPath":  {canon("Service"), persist(v1.PersistenceSpec{DataDir: "/d", Bucket: "b"}), "persistence.dbPath"},
+		"App seccomp Localhost":       {canon("App"), &v1.App{ObjectMeta: meta("a"), Spec: v1.AppSpec{ServiceSpec: v1.ServiceSpec{Image: img("r", ""), SecurityContext: localhost}}}, "localhostProfile"},
+		"App kv seccomp Localhost": {canon("App"), &v1.App{ObjectMeta: meta("b"), Spec: v1.AppSpec{Role: "kv", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")},
+			ServiceSpec: v1.ServiceSpec{SecurityContext: localhost}}}, "localhostProfile"},
+		"App ingress without domains": {canon("App"), &v1.App{ObjectMeta: meta("c"), Spec: v1.AppSpec{Role: "ingress"}}, "needs domains"},
+		"Gateway unknown rate limit": {canon("Gateway"), &v1.Gateway{ObjectMeta: meta("g"), Spec: v1.GatewaySpec{Routes: []v1.GatewayRoute{{Prefix: "/", Backend: "b", RateLimit: &apiextJSON{Raw: raw}}}}},
+			"not in rateLimits"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzo)
+			h, ok := kinds.AsHalt(err)
+			if !ok || h.Reason != kinds.ReasonInvalidSpec || h.Phase != v1.PhaseDegraded || len(objs) != 0 {
+				t.Fatalf("got %d objects, err %v; want Degraded/InvalidSpec", len(objs), err)
+			}
+			if !strings.Contains(err.Error(), "InvalidSpec: ") || !strings.Contains(h.Message, c.want) {
+				t.Errorf("message %q, want it to name %q", err.Error(), c.want)
+			}
+		})
+	}
+}
+
+// TestDNSDefaults: an empty DNS spec runs the default image, two replicas, the api and DNS
+// ports, no probe, no version label and no HANZO_VERSION; an image on a registry with a port
+// splits at the tag only.
+func TestDNSDefaults(t *testing.T) {
+	objs := build(t, canon("DNS"), &v1.DNS{ObjectMeta: meta("dns")})
+	d := find(t, objs, "Deployment")
+	ps := podSpec(t, d)
+	c := ps.Containers[0]
+	if c.Image != "ghcr.io/hanzoai/dns:latest" || c.ReadinessProbe != nil || c.LivenessProbe != nil || len(c.Env) != 0 {
+		t.Errorf("container %+v", c)
+	}
+	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("replicas %d", r)
+	}
+	var ports []string
+	for _, p := range c.Ports {
+		ports = append(ports, fmt.Sprintf("%s/%d/%s", p.Name, p.ContainerPort, p.Protocol))
+	}
+	if diff := cmp.Diff([]string{"api/8443/TCP", "dns-tcp/53/TCP", "dns-udp/53/UDP"}, ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	if _, ok := d.GetLabels()[kinds.LabelVersion]; ok {
+		t.Errorf("a version label on the DNS Deployment")
+	}
+	objs = build(t, canon("DNS"), &v1.DNS{ObjectMeta: meta("dns2"), Spec: v1.DNSSpec{CoreDNS: &v1.CoreDNSSpec{Image: "registry.local:5000/dns"}}})
+	if got := podSpec(t, find(t, objs, "Deployment")).Containers[0].Image; got != "registry.local:5000/dns" {
+		t.Errorf("image %q", got)
+	}
+}
+
+func TestRefString(t *testing.T) {
+	for ref, want := range map[kinds.Ref]string{
+		canon("SQL"): "SQL",
+		{Placement: kinds.PlacementHIP, Kind: "MPC"}:                "hip/MPC",
+		{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}: "v1alpha1/HanzoService",
+	} {
+		if got := ref.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", ref, got, want)
+		}
+	}
+}
