@@ -1000,7 +1000,7 @@ func TestDNSDefaults(t *testing.T) {
 func TestRefString(t *testing.T) {
 	for ref, want := range map[kinds.Ref]string{
 		canon("SQL"): "SQL",
-		{Placement: kinds.PlacementHIP, Kind: "MPC"}:                "hip/MPC",
+		{Placement: kinds.PlacementHIP, Kind: "MPC"}:               "hip/MPC",
 		{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}: "v1alpha1/HanzoService",
 	} {
 		if got := ref.String(); got != want {
