@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/openuniverse/operator/source"
 )
 
 // All, as the only or any entry of the owned namespaces, owns every namespace.
@@ -188,6 +190,16 @@ func (o Options) Scope(operatorNamespace string) (Scope, error) {
 		ns = []string{operatorNamespace}
 	}
 	return NewScope(ns, o.ApplyScope)
+}
+
+// WebhookSecret opens the webhook secret file, or returns nil when none is
+// configured (unsigned requests are then accepted). Run Watch on the result
+// to pick up rotations.
+func (o Options) WebhookSecret() (*source.TokenFile, error) {
+	if o.WebhookSecretFile == "" {
+		return nil, nil
+	}
+	return source.OpenTokenFile(o.WebhookSecretFile)
 }
 
 // Interval returns Resync, defaulted and floored.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/source"
@@ -53,6 +54,8 @@ type Sweeper struct {
 	inflight map[key]bool
 	last     *Report
 }
+
+var _ manager.LeaderElectionRunnable = (*Sweeper)(nil)
 
 type resettableMapper interface {
 	meta.RESTMapper
@@ -115,12 +118,15 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 // watch when an applied object moves.
 func (s *Sweeper) Trigger() *Trigger { return s.trig }
 
-// Webhook returns the POST /reconcile handler that fires this sweep.
-func (s *Sweeper) Webhook(secret Secret, opts Options, log logr.Logger) *Webhook {
-	if secret == nil {
-		return &Webhook{Trigger: s.trig, MaxBytes: opts.WebhookMaxBytes, Log: log}
+// Webhook returns the POST /reconcile handler that fires this sweep,
+// verifying signatures with secret (see Options.WebhookSecret); a nil secret
+// accepts unsigned requests.
+func (s *Sweeper) Webhook(secret *source.TokenFile, opts Options, log logr.Logger) *Webhook {
+	wh := &Webhook{Trigger: s.trig, MaxBytes: opts.WebhookMaxBytes, Log: log}
+	if secret != nil {
+		wh.Secret = secret
 	}
-	return &Webhook{Trigger: s.trig, Secret: secret, MaxBytes: opts.WebhookMaxBytes, Log: log}
+	return wh
 }
 
 // Routes registers POST /reconcile (wh) and GET /gitops (the sweeper) on mux.
