@@ -1008,3 +1008,31 @@ func TestRefString(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnsCoversEveryChild: every child a build emits has its GVK in the entry's Owns, so the
+// controller watches it and can prune it.
+func TestOwnsCoversEveryChild(t *testing.T) {
+	reg := kinds.Builtin()
+	for _, c := range goldenCases(t) {
+		e, ok := reg.Lookup(c.Obj.GroupVersionKind(), kinds.DefaultAPIGroup)
+		if !ok {
+			t.Fatalf("%s: no entry", c.Name)
+		}
+		owned := e.OwnedGVKs(kinds.DefaultAPIGroup)
+		objs, _ := e.Build(mustTyped(t, e, c.Obj), hanzo)
+		for _, o := range objs {
+			if !slices.Contains(owned, o.GroupVersionKind()) {
+				t.Errorf("%s: %s emits %s, which Owns lacks", c.Name, e.Kind, o.GroupVersionKind())
+			}
+		}
+	}
+}
+
+func mustTyped(t *testing.T, e kinds.Entry, u *unstructured.Unstructured) kinds.Object {
+	t.Helper()
+	obj := e.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}

@@ -37,7 +37,7 @@ func Builtin() Registry {
 		entry(canon, "Indexer", chain, newOf[v1.Indexer], viaService(func(cr *v1.Indexer) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
 		entry(canon, "Explorer", chain, newOf[v1.Explorer], viaService(func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
 		entry(canon, "SPA", uni, newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
-		entry(canon, "App", uni, newOf[v1.App], buildApp, append(append([]schema.GroupVersionKind{}, serviceOwns...), gvkStatefulSet)...),
+		entry(canon, "App", uni, newOf[v1.App], buildApp, appOwns...),
 
 		// The datastore shape: the Kind (or field) fixes the engine, never spec.type.
 		entry(canon, "SQL", uni, newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
@@ -65,7 +65,7 @@ func Builtin() Registry {
 
 		// The edge.
 		entry(canon, "Ingress", uni, newOf[v1.Ingress], func(cr *v1.Ingress, o owner) (built, error) { return buildIngressKind(o, &cr.Spec) }, gvkIngress),
-		entry(canon, "Gateway", uni, newOf[v1.Gateway], func(cr *v1.Gateway, o owner) (built, error) { return buildGateway(o, &cr.Spec) }, append([]schema.GroupVersionKind{gvkConfigMap}, deploymentSvcOwns...)...),
+		entry(canon, "Gateway", uni, newOf[v1.Gateway], func(cr *v1.Gateway, o owner) (built, error) { return buildGateway(o, &cr.Spec) }, gatewayOwns...),
 		entry(canon, "DNS", uni, newOf[v1.DNS], func(cr *v1.DNS, o owner) (built, error) { return buildDNS(o, &cr.Spec) }, deploymentSvcOwns...),
 		entry(canon, "Base", uni, newOf[v1.Base], func(cr *v1.Base, o owner) (built, error) { return buildBase(o, &cr.Spec) }, statefulOwns...),
 

@@ -42,9 +42,11 @@ var (
 	gvkKMSSecret      = schema.GroupVersionKind{Group: "kms." + PlaceholderGroup, Version: v1.Version, Kind: "KMSSecret"}
 	preStopSleep      = []string{"/bin/sh", "-c", "sleep 5"}
 	serviceOwns       = []schema.GroupVersionKind{gvkDeployment, gvkService, gvkIngress, gvkHPA, gvkPDB, gvkNetworkPolicy, gvkKMSSecret, gvkConfigMap}
-	datastoreOwns     = []schema.GroupVersionKind{gvkStatefulSet, gvkService}
+	datastoreOwns     = []schema.GroupVersionKind{gvkStatefulSet, gvkService, gvkKMSSecret}
 	statefulOwns      = []schema.GroupVersionKind{gvkStatefulSet, gvkService}
 	deploymentSvcOwns = []schema.GroupVersionKind{gvkDeployment, gvkService}
+	appOwns           = append(slices.Clone(serviceOwns), gvkStatefulSet)
+	gatewayOwns       = []schema.GroupVersionKind{gvkConfigMap, gvkDeployment, gvkService, gvkIngress}
 )
 
 // imageRef is repository[:tag].
