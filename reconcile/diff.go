@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/fluxcd/pkg/ssa/normalize"
@@ -43,25 +44,42 @@ func (r DiffResult) Drifted() bool { return r.Action == Created || r.Action == U
 // Differ compares what render prints, and the CRs themselves, with a live cluster through
 // server-side dry-run applies (fluxcd/pkg/ssa ResourceManager.Diff). It never writes.
 type Differ struct {
-	Client   client.Client
-	Renderer Renderer
+	Client      client.Client
+	Renderer    Renderer
+	Concurrency int // input objects compared at once; 0 means 4
 }
 
-// Diff compares every object of objs with the cluster, in order: an object that is not a
-// CR under ManagerGitOps; a CR under ManagerGitOps, then its children under ManagerKinds.
-// The children reference the live CR's uid; when the CR does not exist yet they are all
-// reported as Created without a dry-run (the apiserver refuses owner references without
-// a uid).
+// Diff compares every object of objs with the cluster and returns the results in input
+// order: an object that is not a CR under ManagerGitOps; a CR under ManagerGitOps, then
+// its children under ManagerKinds. The children reference the live CR's uid; when the CR
+// does not exist yet they are all reported as Created without a dry-run (the apiserver
+// refuses owner references without a uid).
 func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
-	namespaces := map[string]bool{}
+	limit := d.Concurrency
+	if limit <= 0 {
+		limit = 4
+	}
+	ns := &namespaceCache{known: map[string]bool{}}
+	each := make([][]DiffResult, len(objs))
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			each[i] = d.diffObject(ctx, o, ns)
+		}()
+	}
+	wg.Wait()
 	var out []DiffResult
-	for _, o := range objs {
-		out = append(out, d.diffObject(ctx, o, namespaces)...)
+	for _, rs := range each {
+		out = append(out, rs...)
 	}
 	return out
 }
 
-func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces map[string]bool) []DiffResult {
+func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces *namespaceCache) []DiffResult {
 	from := Location(o)
 	if _, ok := d.Renderer.Registry.Lookup(o.Obj.GroupVersionKind(), d.Renderer.APIGroup); !ok {
 		rd := d.Renderer.RenderOne(o)
@@ -113,13 +131,13 @@ func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces map
 
 // diffOne dry-runs obj under manager. An object whose namespace does not exist yet is
 // Created without a dry-run, which would fail.
-func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, from, manager string, namespaces map[string]bool) DiffResult {
+func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, from, manager string, namespaces *namespaceCache) DiffResult {
 	ref := RefOf(obj)
 	fail := func(err error) DiffResult {
 		return DiffResult{Object: ref, From: from, Manager: manager, Action: Failed, Err: err}
 	}
 	if ns := obj.GetNamespace(); ns != "" {
-		exists, err := d.namespaceExists(ctx, ns, namespaces)
+		exists, err := namespaces.exists(ctx, d.Client, ns)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %s: look up namespace %s: %w", from, ref, ns, err))
 		}
@@ -148,20 +166,32 @@ func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, fr
 	}
 }
 
-func (d *Differ) namespaceExists(ctx context.Context, name string, cache map[string]bool) (bool, error) {
-	if exists, ok := cache[name]; ok {
+// namespaceCache remembers which namespaces exist, for the length of one Diff.
+type namespaceCache struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+func (n *namespaceCache) exists(ctx context.Context, c client.Client, name string) (bool, error) {
+	n.mu.Lock()
+	exists, ok := n.known[name]
+	n.mu.Unlock()
+	if ok {
 		return exists, nil
 	}
-	err := d.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
 	switch {
 	case apierrors.IsNotFound(err):
-		cache[name] = false
+		exists = false
 	case err != nil:
 		return false, err
 	default:
-		cache[name] = true
+		exists = true
 	}
-	return cache[name], nil
+	n.mu.Lock()
+	n.known[name] = exists
+	n.mu.Unlock()
+	return exists, nil
 }
 
 // created is the result of an object the cluster does not have: its whole body, masked,

@@ -3,8 +3,10 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,10 +61,13 @@ type InstallOptions struct {
 type Installer struct {
 	Client   client.WithWatch
 	Registry kinds.Registry
+	// EstablishTimeout bounds the wait for the applied CRDs to be served; 0 means 2m.
+	EstablishTimeout time.Duration
 }
 
-// Install applies, in dependency order: the CRDs, then (unless CRDsOnly) the Namespace,
-// the RBAC objects and the ServiceAccount, then the Deployment. It returns one Result per
+// Install applies, in dependency order: the CRDs (and waits until the apiserver serves
+// them), then (unless CRDsOnly) the Namespace, the RBAC objects and the ServiceAccount,
+// then the Deployment. It returns one Result per
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
 func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, error) {
@@ -71,6 +77,9 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, err
 	}
 	a := &Applier{Client: i.Client, Manager: ManagerInstall}
 	results := a.Apply(ctx, crds)
+	if err := i.waitEstablished(ctx, crds, results); err != nil {
+		return results, err
+	}
 	if o.CRDsOnly {
 		return results, nil
 	}
@@ -82,6 +91,48 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, err
 		results = append(results, a.Apply(ctx, stage)...)
 	}
 	return results, nil
+}
+
+// waitEstablished polls the CRDs that applied until each is Established.
+func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured, results []Result) error {
+	timeout := i.EstablishTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	pending := map[string]bool{}
+	for n, r := range results {
+		if r.Action != Failed && r.Action != Denied {
+			pending[crds[n].GetName()] = true
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for name := range pending {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(apiextensionsGVK)
+			if err := i.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return false, fmt.Errorf("get CRD %s: %w", name, err)
+			}
+			if established(crd) {
+				delete(pending, name)
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		names := slices.Sorted(maps.Keys(pending))
+		return fmt.Errorf("wait for CRDs %v to be established: %w", names, err)
+	}
+	return nil
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 // CRDObjects returns the CRD bundle of group as objects to apply.

@@ -53,8 +53,14 @@ func ReadManifests(path string, stdin io.Reader) (*source.Snapshot, error) {
 	}
 	var files []source.File
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !source.IsManifest(p) {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir // a checkout's git store; a Snapshot never holds it
+		}
+		if d.IsDir() || !source.IsManifest(p) {
+			return nil
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {

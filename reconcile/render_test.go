@@ -195,6 +195,7 @@ func TestRender_BadFileDoesNotStopOthers(t *testing.T) {
 	write("b/unserved.yaml", "apiVersion: hanzo.ai/v1\nkind: Nonesuch\nmetadata: {name: x, namespace: ns}\n")
 	write("c/good.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: ns}\n")
 	write("c/notes.txt", "not a manifest")
+	write(".git/objects.yaml", "kind: [\n")
 
 	rs, fileErrs, out := renderPath(t, dir, "")
 	if len(fileErrs) != 1 || !strings.Contains(fileErrs[0].Error(), "a/broken.yaml") {
