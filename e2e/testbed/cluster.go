@@ -214,6 +214,9 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
+		// kwok renews the node's Lease; without it the controller-manager marks the node
+		// NotReady after its grace period and every pod on it not Ready.
+		"--node-lease-duration-seconds=40",
 	}
 	// kwok's own node stages, shipped beside the binary by hack/build-controlplane.sh
 	for _, f := range []string{"node/fast/node-initialize.yaml", "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
