@@ -91,7 +91,12 @@ func buildDatastore(o owner, s *v1.DBSpec, engine v1.Engine, crLabels map[string
 		enableServiceLinks: s.EnableServiceLinks,
 	}
 	children := w.children(o, labels)
+	taken := map[string]bool{o.Name: true, o.Name + headlessSuffix: true}
 	for _, alias := range s.ServiceAliases {
+		if taken[alias] {
+			continue // the Service exists already; a second object of the same name would fight it
+		}
+		taken[alias] = true
 		children = append(children, child{clusterIPService(o, alias, labels, ports, false), gvkService})
 	}
 	out, err := objects(children...)

@@ -1066,3 +1066,28 @@ func TestBuildersImportNoEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceAliasesNeverDuplicateAName: an alias equal to the Service, the headless Service
+// or an earlier alias adds no second object of that name.
+func TestServiceAliasesNeverDuplicateAName(t *testing.T) {
+	cr := &v1.KV{ObjectMeta: meta("cache"), Spec: v1.DatastoreSpec{DBSpec: v1.DBSpec{
+		Storage: v1.StorageSpec{Size: resource.MustParse("1Gi")}, ServiceAliases: []string{"redis", "cache", "cache-hs", "redis", "valkey"},
+	}}}
+	var names []string
+	for _, o := range build(t, canon("KV"), cr) {
+		if o.GetKind() == "Service" {
+			names = append(names, o.GetName())
+		}
+	}
+	if diff := cmp.Diff([]string{"cache", "cache-hs", "redis", "valkey"}, names); diff != "" {
+		t.Errorf("Services (-want +got):\n%s", diff)
+	}
+}
+
+func TestSupersededByApp(t *testing.T) {
+	h := kinds.SupersededByApp("web")
+	if h.Phase != v1.PhaseDegraded || h.Reason != "SupersededByApp" ||
+		h.Message != "App/web declares this workload; this Service CR materializes nothing. Delete it." {
+		t.Errorf("%+v", h)
+	}
+}

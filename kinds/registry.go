@@ -135,7 +135,18 @@ const (
 	ReasonDelegated = "Delegated"
 	// ReasonNoOp: an App role that materializes nothing (Pending).
 	ReasonNoOp = "NoOp"
+	// ReasonSupersededByApp: an App of the same name declares the workload, so the Service CR
+	// materializes nothing (Degraded). Builders cannot see other CRs; controllers that find the
+	// App report SupersededByApp instead of building.
+	ReasonSupersededByApp = "SupersededByApp"
 )
+
+// SupersededByApp is the Halt of a Service-shaped CR whose name an App also declares
+// (wire-contract §2.2): nothing is materialized and nothing is deleted.
+func SupersededByApp(name string) *Halt {
+	return &Halt{Phase: v1.PhaseDegraded, Reason: ReasonSupersededByApp,
+		Message: "App/" + name + " declares this workload; this Service CR materializes nothing. Delete it."}
+}
 
 // AsHalt returns the Halt in err's chain, if any.
 func AsHalt(err error) (*Halt, bool) {
