@@ -782,7 +782,7 @@ func TestBuildOrderIsStable(t *testing.T) {
 		Image: img("r", "1"), Ports: []v1.ServicePort{{Name: "http", ContainerPort: 80}},
 		Ingress: &v1.IngressSpec{Enabled: true, Hosts: []string{"a.b"}}, Autoscaling: &v1.AutoscalingSpec{Enabled: true},
 		PDB: &v1.PodDisruptionBudgetSpec{Enabled: true}, NetworkPolicy: &v1.NetworkPolicySpec{},
-		KMSSecrets:  []v1.KMSSecretRef{{SecretsPath: "/a", ManagedSecretName: "a"}, {SecretsPath: "/b", LegacySecretName: "b"}},
+		KMSSecrets:  []v1.KMSSecretRef{{SecretsPath: "/a", ManagedSecretName: "a"}, {SecretsPath: "/b", LegacySecretName: "b"}, {SecretsPath: "/c", ManagedSecretName: "a"}},
 		Persistence: &v1.PersistenceSpec{Enabled: true, DataDir: "/d", DirMode: true, Bucket: "b"},
 	}}
 	var got []string

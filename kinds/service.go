@@ -342,12 +342,14 @@ func networkPolicy(o owner, s *v1.NetworkPolicySpec, labels map[string]string) *
 // credentialsRef and resyncInterval would be pruned by the apiserver and drift forever).
 func kmsSecrets(o owner, refs []v1.KMSSecretRef, labels map[string]string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
 	for i := range refs {
 		r := &refs[i]
 		name := r.SecretName()
-		if name == "" {
-			continue
+		if name == "" || seen[name] {
+			continue // the first entry for a Secret wins; two objects of one name would fight
 		}
+		seen[name] = true
 		spec := map[string]any{"secretsPath": r.SecretsPath, "managedSecretName": name}
 		if r.ProjectSlug != "" {
 			spec["projectSlug"] = r.ProjectSlug
