@@ -216,18 +216,28 @@ func unifiedDiff(ref ObjRef, live, desired *unstructured.Unstructured) (string, 
 	if err != nil {
 		return "", fmt.Errorf("encode desired %s: %w", ref, err)
 	}
-	fromFile := "live/" + ref.String()
-	if live == nil {
-		fromFile = "/dev/null"
-	}
-	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+	ud := difflib.UnifiedDiff{
 		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
-		FromFile: fromFile, ToFile: "desired/" + ref.String(), Context: 3,
-	})
+		FromFile: "live/" + qualified(ref), ToFile: "desired/" + qualified(ref), Context: 3,
+	}
+	if live == nil {
+		ud.A, ud.FromFile = nil, "/dev/null"
+	}
+	text, err := difflib.GetUnifiedDiffString(ud)
 	if err != nil {
 		return "", fmt.Errorf("diff %s: %w", ref, err)
 	}
 	return text, nil
+}
+
+// qualified names ref with its API version, as CRs and their children can share a Kind
+// and a name: hanzo.ai/v1/Service/demo/web next to v1/Service/demo/web.
+func qualified(ref ObjRef) string {
+	gv := ref.Version
+	if ref.Group != "" {
+		gv = ref.Group + "/" + gv
+	}
+	return gv + "/" + ref.String()
 }
 
 func diffYAML(obj *unstructured.Unstructured) (string, error) {
@@ -318,7 +328,7 @@ func WriteDiff(w io.Writer, rs []DiffResult) error {
 		if r.Action == Created {
 			verb = "would be created"
 		}
-		fmt.Fprintf(&b, "► %s %s (%s, field manager %s)\n", r.Object, verb, r.From, r.Manager)
+		fmt.Fprintf(&b, "► %s %s (%s, field manager %s)\n", qualified(r.Object), verb, r.From, r.Manager)
 		b.WriteString(r.Diff)
 	}
 	fmt.Fprintln(&b, Summarize(rs))

@@ -137,7 +137,7 @@ func TestDiff(t *testing.T) {
 			t.Errorf("before apply: %s %s, want %s", r.Object, r.Action, reconcile.Created)
 		}
 	}
-	if !strings.Contains(out, "► Deployment/diff-test/billing would be created") || !strings.Contains(out, "+++ desired/Deployment/diff-test/billing") {
+	if !strings.Contains(out, "► apps/v1/Deployment/diff-test/billing would be created") || !strings.Contains(out, "+++ desired/apps/v1/Deployment/diff-test/billing") {
 		t.Errorf("no creation diff for the Deployment:\n%s", out)
 	}
 	nChildren := 0
@@ -178,6 +178,7 @@ func TestDiff(t *testing.T) {
 		}
 	}
 	rs, out = diff()
+	t.Logf("operator diff after out-of-band edits:\n%s", out)
 	if code := reconcile.Summarize(rs).ExitCode(); code != 1 {
 		t.Errorf("exit code after edit = %d, want 1:\n%s", code, out)
 	}
