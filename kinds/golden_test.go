@@ -94,7 +94,7 @@ func decodeStream(t *testing.T, path string) []*unstructured.Unstructured {
 }
 
 // render encodes a build result: one YAML document per object, or the Halt.
-func render(objs []*unstructured.Unstructured, err error) ([]byte, error) {
+func renderBuild(objs []*unstructured.Unstructured, err error) ([]byte, error) {
 	var b bytes.Buffer
 	if err != nil {
 		h, ok := kinds.AsHalt(err)
@@ -129,7 +129,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("two cases write %s", c.Golden)
 			}
 			seen[c.Golden] = true
-			got, err := render(reg.Build(c.Obj, kinds.Context{APIGroup: kinds.DefaultAPIGroup}))
+			got, err := renderBuild(reg.Build(c.Obj, kinds.Context{APIGroup: kinds.DefaultAPIGroup}))
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}

@@ -28,30 +28,32 @@ import (
 	"github.com/openuniverse/operator/kinds/v1alpha1"
 )
 
-var hanzo = kinds.Context{APIGroup: kinds.DefaultAPIGroup}
+var hanzoCtx = kinds.Context{APIGroup: kinds.DefaultAPIGroup}
 
-func meta(name string) metav1.ObjectMeta {
+func objMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}
 }
 
 // build runs the Registry entry ref on cr.
-func build(t *testing.T, ref kinds.Ref, cr kinds.Object) []*unstructured.Unstructured {
+func mustBuild(t *testing.T, ref kinds.Ref, cr kinds.Object) []*unstructured.Unstructured {
 	t.Helper()
 	e, ok := kinds.Builtin()[ref]
 	if !ok {
 		t.Fatalf("no entry %s", ref)
 	}
-	objs, err := e.Build(cr, hanzo)
+	objs, err := e.Build(cr, hanzoCtx)
 	if err != nil {
 		t.Fatalf("build %s: %v", ref, err)
 	}
 	return objs
 }
 
-func canon(kind string) kinds.Ref { return kinds.Ref{Placement: kinds.PlacementCanonical, Kind: kind} }
+func canonRef(kind string) kinds.Ref {
+	return kinds.Ref{Placement: kinds.PlacementCanonical, Kind: kind}
+}
 
 // find returns the first object of kind, failing when there is none.
-func find(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+func findKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
 	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() == kind {
@@ -76,7 +78,7 @@ func podSpec(t *testing.T, workload *unstructured.Unstructured) corev1.PodSpec {
 	return ps
 }
 
-func img(repo, tag string) *v1.ImageSpec { return &v1.ImageSpec{Repository: repo, Tag: tag} }
+func imageOf(repo, tag string) *v1.ImageSpec { return &v1.ImageSpec{Repository: repo, Tag: tag} }
 
 // The values every workload case carries: volume sources of three kinds and an env var from
 // a secret, so a source-less volume or a dropped valueFrom shows.
@@ -93,7 +95,7 @@ var (
 
 func serviceSpecWithPod() v1.ServiceSpec {
 	return v1.ServiceSpec{
-		Image: img("r", "t"), Env: wantEnv, EnvFrom: wantEnvFrom, Volumes: wantVolumes, VolumeMounts: wantMounts,
+		Image: imageOf("r", "t"), Env: wantEnv, EnvFrom: wantEnvFrom, Volumes: wantVolumes, VolumeMounts: wantMounts,
 		Sidecars: []corev1.Container{{Name: "side", Image: "side:1"}},
 	}
 }
@@ -116,17 +118,17 @@ func TestPodFieldsReachTheMainContainer(t *testing.T) {
 		workload string
 		envExtra int // HANZO_VERSION
 	}{
-		"Service":      {"the canonical Service", canon("Service"), &v1.Service{ObjectMeta: meta("svc"), Spec: serviceSpecWithPod()}, "Deployment", 1},
-		"IAM facade":   {"a Service-shaped facade", canon("IAM"), &v1.IAM{ObjectMeta: meta("iam"), Spec: serviceSpecWithPod()}, "Deployment", 1},
-		"App service":  {"the App service profile", canon("App"), &v1.App{ObjectMeta: meta("app"), Spec: v1.AppSpec{ServiceSpec: serviceSpecWithPod()}}, "Deployment", 1},
-		"App kv":       {"the App datastore projection", canon("App"), &v1.App{ObjectMeta: meta("appkv"), Spec: appDB}, "StatefulSet", 0},
-		"SQL":          {"a datastore facade", canon("SQL"), &v1.SQL{ObjectMeta: meta("sql"), Spec: v1.DatastoreSpec{DBSpec: dbSpecWithPod()}}, "StatefulSet", 0},
-		"Datastore":    {"the Datastore Kind", canon("Datastore"), &v1.Datastore{ObjectMeta: meta("ds"), Spec: v1.DatastoreSpec{DBSpec: dbSpecWithPod()}}, "StatefulSet", 0},
+		"Service":      {"the canonical Service", canonRef("Service"), &v1.Service{ObjectMeta: objMeta("svc"), Spec: serviceSpecWithPod()}, "Deployment", 1},
+		"IAM facade":   {"a Service-shaped facade", canonRef("IAM"), &v1.IAM{ObjectMeta: objMeta("iam"), Spec: serviceSpecWithPod()}, "Deployment", 1},
+		"App service":  {"the App service profile", canonRef("App"), &v1.App{ObjectMeta: objMeta("app"), Spec: v1.AppSpec{ServiceSpec: serviceSpecWithPod()}}, "Deployment", 1},
+		"App kv":       {"the App datastore projection", canonRef("App"), &v1.App{ObjectMeta: objMeta("appkv"), Spec: appDB}, "StatefulSet", 0},
+		"SQL":          {"a datastore facade", canonRef("SQL"), &v1.SQL{ObjectMeta: objMeta("sql"), Spec: v1.DatastoreSpec{DBSpec: dbSpecWithPod()}}, "StatefulSet", 0},
+		"Datastore":    {"the Datastore Kind", canonRef("Datastore"), &v1.Datastore{ObjectMeta: objMeta("ds"), Spec: v1.DatastoreSpec{DBSpec: dbSpecWithPod()}}, "StatefulSet", 0},
 		"HanzoService": {"a legacy CR through its conversion", kinds.Ref{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}, hanzoService(), "Deployment", 1},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			ps := podSpec(t, find(t, build(t, c.ref, c.cr), c.workload))
+			ps := podSpec(t, findKind(t, mustBuild(t, c.ref, c.cr), c.workload))
 			main := ps.Containers[0]
 			if main.Name != c.cr.GetName() {
 				t.Errorf("%s: container 0 is %q, want the main container %q", c.reason, main.Name, c.cr.GetName())
@@ -152,7 +154,7 @@ func TestPodFieldsReachTheMainContainer(t *testing.T) {
 
 func hanzoService() *v1alpha1.HanzoService {
 	s := serviceSpecWithPod()
-	return &v1alpha1.HanzoService{ObjectMeta: meta("legacy"), Spec: v1alpha1.HanzoServiceSpec{
+	return &v1alpha1.HanzoService{ObjectMeta: objMeta("legacy"), Spec: v1alpha1.HanzoServiceSpec{
 		Image: *s.Image, Env: s.Env, EnvFrom: s.EnvFrom, Volumes: s.Volumes, VolumeMounts: s.VolumeMounts, Sidecars: s.Sidecars,
 	}}
 }
@@ -170,19 +172,19 @@ func TestFacadeCannotChangeItsEngine(t *testing.T) {
 		image     string
 		port      int64
 	}{
-		"SQL says valkey":      {canon("SQL"), &v1.SQL{ObjectMeta: meta("a"), Spec: db(v1.EngineValkey)}, "postgresql", "ghcr.io/hanzoai/sql:16", 5432},
-		"KV says postgresql":   {canon("KV"), &v1.KV{ObjectMeta: meta("b"), Spec: db(v1.EnginePostgreSQL)}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
-		"DocDB says s3":        {canon("DocDB"), &v1.DocDB{ObjectMeta: meta("c"), Spec: db(v1.EngineS3)}, "docdb", "ghcr.io/hanzoai/docdb:latest", 27017},
-		"S3 says docdb":        {canon("S3"), &v1.S3{ObjectMeta: meta("d"), Spec: db(v1.EngineDocDB)}, "s3", "ghcr.io/hanzoai/s3:latest", 9000},
-		"App kv says sql":      {canon("App"), &v1.App{ObjectMeta: meta("e"), Spec: v1.AppSpec{Role: "kv", Type: "postgresql", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")}}}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
-		"App sql says valkey":  {canon("App"), &v1.App{ObjectMeta: meta("f"), Spec: v1.AppSpec{Role: "sql", Type: "valkey", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")}}}, "postgresql", "ghcr.io/hanzoai/sql:16", 5432},
-		"Datastore type minio": {canon("Datastore"), &v1.Datastore{ObjectMeta: meta("g"), Spec: db(v1.EngineMinio)}, "s3", "ghcr.io/hanzoai/s3:latest", 9000},
-		"Datastore untyped":    {canon("Datastore"), &v1.Datastore{ObjectMeta: meta("h"), Spec: db("")}, "datastore", "ghcr.io/hanzoai/datastore:latest", 8080},
-		"ManagedDatabase":      {canon("ManagedDatabase"), &v1.ManagedDatabase{ObjectMeta: meta("i"), Spec: v1.ManagedDatabaseSpec{Engine: v1.EngineValkey, DBSpec: db("").DBSpec}}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
+		"SQL says valkey":      {canonRef("SQL"), &v1.SQL{ObjectMeta: objMeta("a"), Spec: db(v1.EngineValkey)}, "postgresql", "ghcr.io/hanzoai/sql:16", 5432},
+		"KV says postgresql":   {canonRef("KV"), &v1.KV{ObjectMeta: objMeta("b"), Spec: db(v1.EnginePostgreSQL)}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
+		"DocDB says s3":        {canonRef("DocDB"), &v1.DocDB{ObjectMeta: objMeta("c"), Spec: db(v1.EngineS3)}, "docdb", "ghcr.io/hanzoai/docdb:latest", 27017},
+		"S3 says docdb":        {canonRef("S3"), &v1.S3{ObjectMeta: objMeta("d"), Spec: db(v1.EngineDocDB)}, "s3", "ghcr.io/hanzoai/s3:latest", 9000},
+		"App kv says sql":      {canonRef("App"), &v1.App{ObjectMeta: objMeta("e"), Spec: v1.AppSpec{Role: "kv", Type: "postgresql", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")}}}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
+		"App sql says valkey":  {canonRef("App"), &v1.App{ObjectMeta: objMeta("f"), Spec: v1.AppSpec{Role: "sql", Type: "valkey", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")}}}, "postgresql", "ghcr.io/hanzoai/sql:16", 5432},
+		"Datastore type minio": {canonRef("Datastore"), &v1.Datastore{ObjectMeta: objMeta("g"), Spec: db(v1.EngineMinio)}, "s3", "ghcr.io/hanzoai/s3:latest", 9000},
+		"Datastore untyped":    {canonRef("Datastore"), &v1.Datastore{ObjectMeta: objMeta("h"), Spec: db("")}, "datastore", "ghcr.io/hanzoai/datastore:latest", 8080},
+		"ManagedDatabase":      {canonRef("ManagedDatabase"), &v1.ManagedDatabase{ObjectMeta: objMeta("i"), Spec: v1.ManagedDatabaseSpec{Engine: v1.EngineValkey, DBSpec: db("").DBSpec}}, "valkey", "ghcr.io/hanzoai/kv:8", 6379},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			sts := find(t, build(t, c.ref, c.cr), "StatefulSet")
+			sts := findKind(t, mustBuild(t, c.ref, c.cr), "StatefulSet")
 			if got := sts.GetLabels()[kinds.LabelComponent]; got != c.component {
 				t.Errorf("component %q, want %q", got, c.component)
 			}
@@ -238,7 +240,7 @@ func TestSelectorsNeverCarryDescriptiveLabels(t *testing.T) {
 	reg := kinds.Builtin()
 	n := 0
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzo)
+		objs, err := reg.Build(c.Obj, hanzoCtx)
 		if err != nil {
 			continue
 		}
@@ -272,8 +274,8 @@ func TestStandardLabels(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			cr := &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{
-				Image: img("r", c.tag), Component: "api", PartOf: "shop", Labels: map[string]string{"team": "x", kinds.LabelPartOf: "override"},
+			cr := &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{
+				Image: imageOf("r", c.tag), Component: "api", PartOf: "shop", Labels: map[string]string{"team": "x", kinds.LabelPartOf: "override"},
 				Ports: []v1.ServicePort{{Name: "http", ContainerPort: 80}},
 			}}
 			want := map[string]string{
@@ -283,7 +285,7 @@ func TestStandardLabels(t *testing.T) {
 			if c.want != "" {
 				want[kinds.LabelVersion] = c.want
 			}
-			for _, o := range build(t, canon("Service"), cr) {
+			for _, o := range mustBuild(t, canonRef("Service"), cr) {
 				if diff := cmp.Diff(want, o.GetLabels()); diff != "" {
 					t.Errorf("%s labels (-want +got):\n%s", o.GetKind(), diff)
 				}
@@ -315,8 +317,8 @@ func TestReplicasOmittedWhenAutoscaling(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs := build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Replicas: c.replicas, Autoscaling: c.autoscaling}})
-			got, found, _ := unstructured.NestedFieldNoCopy(find(t, objs, "Deployment").Object, "spec", "replicas")
+			objs := mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Replicas: c.replicas, Autoscaling: c.autoscaling}})
+			got, found, _ := unstructured.NestedFieldNoCopy(findKind(t, objs, "Deployment").Object, "spec", "replicas")
 			if !found {
 				got = nil
 			}
@@ -328,7 +330,7 @@ func TestReplicasOmittedWhenAutoscaling(t *testing.T) {
 				t.Errorf("HPA present = %v, want %v", hasHPA, c.hpa)
 			}
 			if c.autoscaling != nil && c.autoscaling.LegacyTargetCPUUtilization != nil {
-				m, _, _ := unstructured.NestedSlice(find(t, objs, "HorizontalPodAutoscaler").Object, "spec", "metrics")
+				m, _, _ := unstructured.NestedSlice(findKind(t, objs, "HorizontalPodAutoscaler").Object, "spec", "metrics")
 				if len(m) != 1 {
 					t.Errorf("legacy targetCPUUtilization did not become a metric: %v", m)
 				}
@@ -341,7 +343,7 @@ func TestReplicasOmittedWhenAutoscaling(t *testing.T) {
 func TestRolloutDefaults(t *testing.T) {
 	for _, strategy := range []string{"", "RollingUpdate", "Recreate"} {
 		t.Run("strategy="+strategy, func(t *testing.T) {
-			d := find(t, build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Strategy: strategy,
+			d := findKind(t, mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Strategy: strategy,
 				Sidecars: []corev1.Container{{Name: "s", Image: "s"}, {Name: "own", Image: "o", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}}}}},
 			}}), "Deployment")
 			st, _, _ := unstructured.NestedMap(d.Object, "spec", "strategy")
@@ -394,7 +396,7 @@ func TestProbes(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := find(t, build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Ports: c.ports, ReadinessProbe: c.probe}}), "Deployment")
+			d := findKind(t, mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Ports: c.ports, ReadinessProbe: c.probe}}), "Deployment")
 			if diff := cmp.Diff(c.want, podSpec(t, d).Containers[0].ReadinessProbe); diff != "" {
 				t.Errorf("readiness (-want +got):\n%s", diff)
 			}
@@ -420,11 +422,11 @@ func TestPodSecurity(t *testing.T) {
 	csc := &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			spec := v1.ServiceSpec{Image: img("r", ""), SecurityContext: c.sc, FSGroup: c.fsGroup, ContainerSecurityContext: csc,
+			spec := v1.ServiceSpec{Image: imageOf("r", ""), SecurityContext: c.sc, FSGroup: c.fsGroup, ContainerSecurityContext: csc,
 				Sidecars: []corev1.Container{{Name: "s", Image: "s"}}, Persistence: &v1.PersistenceSpec{Enabled: true, DataDir: "/d", DBPath: "x.db", Bucket: "b"}}
-			svc := podSpec(t, find(t, build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: spec}), "Deployment"))
+			svc := podSpec(t, findKind(t, mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: spec}), "Deployment"))
 			db := v1.DBSpec{Storage: v1.StorageSpec{Size: resource.MustParse("1Gi")}, SecurityContext: c.sc, FSGroup: c.fsGroup, ContainerSecurityContext: csc, Sidecars: spec.Sidecars}
-			sts := podSpec(t, find(t, build(t, canon("KV"), &v1.KV{ObjectMeta: meta("kv"), Spec: v1.DatastoreSpec{DBSpec: db}}), "StatefulSet"))
+			sts := podSpec(t, findKind(t, mustBuild(t, canonRef("KV"), &v1.KV{ObjectMeta: objMeta("kv"), Spec: v1.DatastoreSpec{DBSpec: db}}), "StatefulSet"))
 			for path, ps := range map[string]corev1.PodSpec{"Deployment": svc, "StatefulSet": sts} {
 				if diff := cmp.Diff(c.want, ps.SecurityContext); diff != "" {
 					t.Errorf("%s pod securityContext (-want +got):\n%s", path, diff)
@@ -462,7 +464,7 @@ func TestSurgeColocation(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := find(t, build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), SurgeColocation: c.surge, Strategy: c.strategy, Volumes: c.volumes}}), "Deployment")
+			d := findKind(t, mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), SurgeColocation: c.surge, Strategy: c.strategy, Volumes: c.volumes}}), "Deployment")
 			if got := podSpec(t, d).Affinity != nil; got != c.want {
 				t.Errorf("affinity present = %v, want %v", got, c.want)
 			}
@@ -470,18 +472,18 @@ func TestSurgeColocation(t *testing.T) {
 	}
 }
 
-// hostile values that must survive marshalling untouched.
-var hostile = []string{"chat: prod", "#", "# not a comment", `"quoted"`, "multi\nline", "{braces}", "- dash", "yes", "null", "${NOT_EXPANDED}", "tab\there", "ünïcode"}
+// hostileValues values that must survive marshalling untouched.
+var hostileValues = []string{"chat: prod", "#", "# not a comment", `"quoted"`, "multi\nline", "{braces}", "- dash", "yes", "null", "${NOT_EXPANDED}", "tab\there", "ünïcode"}
 
 // TestHostileValuesSurviveReplicateConfig: the replicate.yml document is marshalled from
 // structs, so YAML-significant characters come back exactly.
 func TestHostileValuesSurviveReplicateConfig(t *testing.T) {
-	for _, v := range hostile {
+	for _, v := range hostileValues {
 		t.Run(v, func(t *testing.T) {
-			cr := &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Persistence: &v1.PersistenceSpec{
+			cr := &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Persistence: &v1.PersistenceSpec{
 				Enabled: true, DataDir: "/data", DBPath: v, Bucket: v, S3Path: v, S3Region: v, S3Endpoint: v,
 			}}}
-			cm := find(t, build(t, canon("Service"), cr), "ConfigMap")
+			cm := findKind(t, mustBuild(t, canonRef("Service"), cr), "ConfigMap")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "replicate.yml")
 			if !strings.HasPrefix(data, "# hanzoai/replicate -- SQLite WAL -> S3 (SeaweedFS).\n") {
 				t.Errorf("no header line:\n%s", data)
@@ -516,13 +518,13 @@ func TestHostileValuesSurviveReplicateConfig(t *testing.T) {
 
 // TestHostileValuesSurviveGatewayConfig: krakend.json is marshalled from structs.
 func TestHostileValuesSurviveGatewayConfig(t *testing.T) {
-	for _, v := range hostile {
+	for _, v := range hostileValues {
 		t.Run(v, func(t *testing.T) {
 			raw, _ := json.Marshal(map[string]any{"name": v, "maxRate": 5, "every": v})
-			cr := &v1.Gateway{ObjectMeta: meta("gw"), Spec: v1.GatewaySpec{Routes: []v1.GatewayRoute{{
+			cr := &v1.Gateway{ObjectMeta: objMeta("gw"), Spec: v1.GatewaySpec{Routes: []v1.GatewayRoute{{
 				Prefix: "/" + v, Backend: v, Methods: []string{v}, RateLimit: &apiextJSON{Raw: raw},
 			}}}}
-			cm := find(t, build(t, canon("Gateway"), cr), "ConfigMap")
+			cm := findKind(t, mustBuild(t, canonRef("Gateway"), cr), "ConfigMap")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "krakend.json")
 			var doc struct {
 				Name      string `json:"name"`
@@ -547,13 +549,13 @@ func TestHostileValuesSurviveGatewayConfig(t *testing.T) {
 	}
 }
 
-// TestEnvValuesSurvive: hostile values in env and SPA config reach the pod unchanged.
+// TestEnvValuesSurvive: hostileValues values in env and SPA config reach the pod unchanged.
 func TestEnvValuesSurvive(t *testing.T) {
 	cfg := map[string]string{}
-	for i, v := range hostile {
+	for i, v := range hostileValues {
 		cfg["K"+string(rune('A'+i))] = v
 	}
-	d := find(t, build(t, canon("SPA"), &v1.SPA{ObjectMeta: meta("spa"), Spec: v1.SPASpec{Runtime: *img("r", "1"), Config: cfg}}), "Deployment")
+	d := findKind(t, mustBuild(t, canonRef("SPA"), &v1.SPA{ObjectMeta: objMeta("spa"), Spec: v1.SPASpec{Runtime: *imageOf("r", "1"), Config: cfg}}), "Deployment")
 	got := map[string]string{}
 	for _, e := range podSpec(t, d).Containers[0].Env {
 		got[e.Name] = e.Value
@@ -593,8 +595,8 @@ func TestAppRoles(t *testing.T) {
 	domains := []v1.IngressDomain{{Domain: "a.b", Routes: []v1.IngressRoute{{Path: "/", ServiceName: "s", ServicePort: 80}}}}
 	for _, role := range append(roles, "Service", "SQL", "mystery", " kv") {
 		t.Run("role="+role, func(t *testing.T) {
-			cr := &v1.App{ObjectMeta: meta("app"), Spec: v1.AppSpec{Role: role, ServiceSpec: v1.ServiceSpec{Image: img("r", "1")}, Storage: storage, Domains: domains}}
-			objs, err := kinds.Builtin()[canon("App")].Build(cr, hanzo)
+			cr := &v1.App{ObjectMeta: objMeta("app"), Spec: v1.AppSpec{Role: role, ServiceSpec: v1.ServiceSpec{Image: imageOf("r", "1")}, Storage: storage, Domains: domains}}
+			objs, err := kinds.Builtin()[canonRef("App")].Build(cr, hanzoCtx)
 			h, halted := kinds.AsHalt(err)
 			if err != nil && !halted {
 				t.Fatalf("build: %v", err)
@@ -673,8 +675,8 @@ func TestBuildersArePure(t *testing.T) {
 	reg := kinds.Builtin()
 	for _, c := range goldenCases(t) {
 		before := c.Obj.DeepCopy()
-		a, errA := render(reg.Build(c.Obj, hanzo))
-		b, errB := render(reg.Build(c.Obj, hanzo))
+		a, errA := renderBuild(reg.Build(c.Obj, hanzoCtx))
+		b, errB := renderBuild(reg.Build(c.Obj, hanzoCtx))
 		if errA != nil || errB != nil {
 			t.Fatalf("%s: %v %v", c.Name, errA, errB)
 		}
@@ -686,10 +688,10 @@ func TestBuildersArePure(t *testing.T) {
 		}
 	}
 	// Typed CRs too: a build never writes through to the spec.
-	cr := &v1.Service{ObjectMeta: meta("web"), Spec: serviceSpecWithPod()}
+	cr := &v1.Service{ObjectMeta: objMeta("web"), Spec: serviceSpecWithPod()}
 	cr.Spec.Persistence = &v1.PersistenceSpec{Enabled: true, DataDir: "/d", DBPath: "x", Bucket: "b"}
 	before := cr.DeepCopy()
-	build(t, canon("Service"), cr)
+	mustBuild(t, canonRef("Service"), cr)
 	if diff := cmp.Diff(before, cr); diff != "" {
 		t.Errorf("the build modified the typed CR:\n%s", diff)
 	}
@@ -758,9 +760,9 @@ func TestRegistryErrors(t *testing.T) {
 		wants string
 	}{
 		"empty group":      {svc, kinds.Context{}, "invalid API group"},
-		"unserved kind":    {&unstructured.Unstructured{Object: map[string]any{"apiVersion": "hanzo.ai/v1", "kind": "Pod"}}, hanzo, "no builder serves"},
+		"unserved kind":    {&unstructured.Unstructured{Object: map[string]any{"apiVersion": "hanzo.ai/v1", "kind": "Pod"}}, hanzoCtx, "no builder serves"},
 		"group mismatch":   {svc, kinds.Context{APIGroup: "lux.cloud"}, "no builder serves"},
-		"undecodable spec": {&unstructured.Unstructured{Object: map[string]any{"apiVersion": "hanzo.ai/v1", "kind": "Service", "spec": map[string]any{"replicas": "many"}}}, hanzo, "decode Service"},
+		"undecodable spec": {&unstructured.Unstructured{Object: map[string]any{"apiVersion": "hanzo.ai/v1", "kind": "Service", "spec": map[string]any{"replicas": "many"}}}, hanzoCtx, "decode Service"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -770,7 +772,7 @@ func TestRegistryErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := reg[canon("Service")].Build(&v1.IAM{ObjectMeta: meta("x")}, hanzo); err == nil {
+	if _, err := reg[canonRef("Service")].Build(&v1.IAM{ObjectMeta: objMeta("x")}, hanzoCtx); err == nil {
 		t.Errorf("a Service entry built an IAM")
 	}
 }
@@ -778,15 +780,15 @@ func TestRegistryErrors(t *testing.T) {
 // TestBuildOrderIsStable: children come in a fixed order (workload first) and maps are sorted
 // when marshalled, so renders diff cleanly.
 func TestBuildOrderIsStable(t *testing.T) {
-	cr := &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{
-		Image: img("r", "1"), Ports: []v1.ServicePort{{Name: "http", ContainerPort: 80}},
+	cr := &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{
+		Image: imageOf("r", "1"), Ports: []v1.ServicePort{{Name: "http", ContainerPort: 80}},
 		Ingress: &v1.IngressSpec{Enabled: true, Hosts: []string{"a.b"}}, Autoscaling: &v1.AutoscalingSpec{Enabled: true},
 		PDB: &v1.PodDisruptionBudgetSpec{Enabled: true}, NetworkPolicy: &v1.NetworkPolicySpec{},
 		KMSSecrets:  []v1.KMSSecretRef{{SecretsPath: "/a", ManagedSecretName: "a"}, {SecretsPath: "/b", LegacySecretName: "b"}, {SecretsPath: "/c", ManagedSecretName: "a"}},
 		Persistence: &v1.PersistenceSpec{Enabled: true, DataDir: "/d", DirMode: true, Bucket: "b"},
 	}}
 	var got []string
-	for _, o := range build(t, canon("Service"), cr) {
+	for _, o := range mustBuild(t, canonRef("Service"), cr) {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 	}
 	want := []string{"Deployment/web", "Service/web", "Ingress/web", "HorizontalPodAutoscaler/web", "PodDisruptionBudget/web",
@@ -810,7 +812,7 @@ func TestIngressConventions(t *testing.T) {
 	reg := kinds.Builtin()
 	n := 0
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzo)
+		objs, err := reg.Build(c.Obj, hanzoCtx)
 		if err != nil {
 			continue
 		}
@@ -857,7 +859,7 @@ func TestServiceIngressPaths(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs := build(t, canon("Service"), &v1.Service{ObjectMeta: meta("web"), Spec: v1.ServiceSpec{Image: img("r", ""), Ports: ports, Ingress: c.ing}})
+			objs := mustBuild(t, canonRef("Service"), &v1.Service{ObjectMeta: objMeta("web"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Ports: ports, Ingress: c.ing}})
 			var got []string
 			for _, o := range objs {
 				if o.GetKind() != "Ingress" {
@@ -887,7 +889,7 @@ func TestServiceIngressPaths(t *testing.T) {
 func TestNoEmptyConfigMap(t *testing.T) {
 	reg := kinds.Builtin()
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzo)
+		objs, err := reg.Build(c.Obj, hanzoCtx)
 		if err != nil {
 			continue
 		}
@@ -915,15 +917,15 @@ func TestImagelessNeverBlanksALiveImage(t *testing.T) {
 		ref kinds.Ref
 		cr  kinds.Object
 	}{
-		"Service, no image":     {canon("Service"), &v1.Service{ObjectMeta: meta("a"), Spec: v1.ServiceSpec{Replicas: ptr.To[int32](2)}}},
-		"Service, empty repo":   {canon("Service"), &v1.Service{ObjectMeta: meta("b"), Spec: v1.ServiceSpec{Image: &v1.ImageSpec{Tag: "v1"}}}},
-		"App, no image":         {canon("App"), &v1.App{ObjectMeta: meta("c"), Spec: v1.AppSpec{Role: "service"}}},
-		"App, tag but no image": {canon("App"), &v1.App{ObjectMeta: meta("d"), Spec: v1.AppSpec{Tag: "v2"}}},
-		"LLM facade":            {canon("LLM"), &v1.LLM{ObjectMeta: meta("e")}},
+		"Service, no image":     {canonRef("Service"), &v1.Service{ObjectMeta: objMeta("a"), Spec: v1.ServiceSpec{Replicas: ptr.To[int32](2)}}},
+		"Service, empty repo":   {canonRef("Service"), &v1.Service{ObjectMeta: objMeta("b"), Spec: v1.ServiceSpec{Image: &v1.ImageSpec{Tag: "v1"}}}},
+		"App, no image":         {canonRef("App"), &v1.App{ObjectMeta: objMeta("c"), Spec: v1.AppSpec{Role: "service"}}},
+		"App, tag but no image": {canonRef("App"), &v1.App{ObjectMeta: objMeta("d"), Spec: v1.AppSpec{Tag: "v2"}}},
+		"LLM facade":            {canonRef("LLM"), &v1.LLM{ObjectMeta: objMeta("e")}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzo)
+			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzoCtx)
 			h, ok := kinds.AsHalt(err)
 			if !ok || h.Reason != kinds.ReasonInvalidSpec || h.Phase != v1.PhaseDegraded || len(objs) != 0 {
 				t.Errorf("got %d objects, err %v; want no objects and Degraded/InvalidSpec", len(objs), err)
@@ -937,7 +939,7 @@ func TestImagelessNeverBlanksALiveImage(t *testing.T) {
 func TestInvalidSpecs(t *testing.T) {
 	persist := func(p v1.PersistenceSpec) *v1.Service {
 		p.Enabled = true
-		return &v1.Service{ObjectMeta: meta("p"), Spec: v1.ServiceSpec{Image: img("r", ""), Persistence: &p}}
+		return &v1.Service{ObjectMeta: objMeta("p"), Spec: v1.ServiceSpec{Image: imageOf("r", ""), Persistence: &p}}
 	}
 	localhost := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
 	raw, _ := json.Marshal("missing")
@@ -946,19 +948,19 @@ func TestInvalidSpecs(t *testing.T) {
 		cr   kinds.Object
 		want string
 	}{
-		"persistence without dataDir": {canon("Service"), persist(v1.PersistenceSpec{Bucket: "b", DBPath: "x"}), "persistence.dataDir"},
-		"persistence without bucket":  {canon("Service"), persist(v1.PersistenceSpec{DataDir: "/d", DBPath: "x"}), "persistence.bucket"},
-		"persistence without dbPath":  {canon("Service"), persist(v1.PersistenceSpec{DataDir: "/d", Bucket: "b"}), "persistence.dbPath"},
-		"App seccomp Localhost":       {canon("App"), &v1.App{ObjectMeta: meta("a"), Spec: v1.AppSpec{ServiceSpec: v1.ServiceSpec{Image: img("r", ""), SecurityContext: localhost}}}, "localhostProfile"},
-		"App kv seccomp Localhost": {canon("App"), &v1.App{ObjectMeta: meta("b"), Spec: v1.AppSpec{Role: "kv", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")},
+		"persistence without dataDir": {canonRef("Service"), persist(v1.PersistenceSpec{Bucket: "b", DBPath: "x"}), "persistence.dataDir"},
+		"persistence without bucket":  {canonRef("Service"), persist(v1.PersistenceSpec{DataDir: "/d", DBPath: "x"}), "persistence.bucket"},
+		"persistence without dbPath":  {canonRef("Service"), persist(v1.PersistenceSpec{DataDir: "/d", Bucket: "b"}), "persistence.dbPath"},
+		"App seccomp Localhost":       {canonRef("App"), &v1.App{ObjectMeta: objMeta("a"), Spec: v1.AppSpec{ServiceSpec: v1.ServiceSpec{Image: imageOf("r", ""), SecurityContext: localhost}}}, "localhostProfile"},
+		"App kv seccomp Localhost": {canonRef("App"), &v1.App{ObjectMeta: objMeta("b"), Spec: v1.AppSpec{Role: "kv", Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")},
 			ServiceSpec: v1.ServiceSpec{SecurityContext: localhost}}}, "localhostProfile"},
-		"App ingress without domains": {canon("App"), &v1.App{ObjectMeta: meta("c"), Spec: v1.AppSpec{Role: "ingress"}}, "needs domains"},
-		"Gateway unknown rate limit": {canon("Gateway"), &v1.Gateway{ObjectMeta: meta("g"), Spec: v1.GatewaySpec{Routes: []v1.GatewayRoute{{Prefix: "/", Backend: "b", RateLimit: &apiextJSON{Raw: raw}}}}},
+		"App ingress without domains": {canonRef("App"), &v1.App{ObjectMeta: objMeta("c"), Spec: v1.AppSpec{Role: "ingress"}}, "needs domains"},
+		"Gateway unknown rate limit": {canonRef("Gateway"), &v1.Gateway{ObjectMeta: objMeta("g"), Spec: v1.GatewaySpec{Routes: []v1.GatewayRoute{{Prefix: "/", Backend: "b", RateLimit: &apiextJSON{Raw: raw}}}}},
 			"not in rateLimits"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzo)
+			objs, err := kinds.Builtin()[c.ref].Build(c.cr, hanzoCtx)
 			h, ok := kinds.AsHalt(err)
 			if !ok || h.Reason != kinds.ReasonInvalidSpec || h.Phase != v1.PhaseDegraded || len(objs) != 0 {
 				t.Fatalf("got %d objects, err %v; want Degraded/InvalidSpec", len(objs), err)
@@ -974,8 +976,8 @@ func TestInvalidSpecs(t *testing.T) {
 // ports, no probe, no version label and no HANZO_VERSION; an image on a registry with a port
 // splits at the tag only.
 func TestDNSDefaults(t *testing.T) {
-	objs := build(t, canon("DNS"), &v1.DNS{ObjectMeta: meta("dns")})
-	d := find(t, objs, "Deployment")
+	objs := mustBuild(t, canonRef("DNS"), &v1.DNS{ObjectMeta: objMeta("dns")})
+	d := findKind(t, objs, "Deployment")
 	ps := podSpec(t, d)
 	c := ps.Containers[0]
 	if c.Image != "ghcr.io/hanzoai/dns:latest" || c.ReadinessProbe != nil || c.LivenessProbe != nil || len(c.Env) != 0 {
@@ -994,15 +996,15 @@ func TestDNSDefaults(t *testing.T) {
 	if _, ok := d.GetLabels()[kinds.LabelVersion]; ok {
 		t.Errorf("a version label on the DNS Deployment")
 	}
-	objs = build(t, canon("DNS"), &v1.DNS{ObjectMeta: meta("dns2"), Spec: v1.DNSSpec{CoreDNS: &v1.CoreDNSSpec{Image: "registry.local:5000/dns"}}})
-	if got := podSpec(t, find(t, objs, "Deployment")).Containers[0].Image; got != "registry.local:5000/dns" {
+	objs = mustBuild(t, canonRef("DNS"), &v1.DNS{ObjectMeta: objMeta("dns2"), Spec: v1.DNSSpec{CoreDNS: &v1.CoreDNSSpec{Image: "registry.local:5000/dns"}}})
+	if got := podSpec(t, findKind(t, objs, "Deployment")).Containers[0].Image; got != "registry.local:5000/dns" {
 		t.Errorf("image %q", got)
 	}
 }
 
 func TestRefString(t *testing.T) {
 	for ref, want := range map[kinds.Ref]string{
-		canon("SQL"): "SQL",
+		canonRef("SQL"): "SQL",
 		{Placement: kinds.PlacementHIP, Kind: "MPC"}:               "hip/MPC",
 		{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}: "v1alpha1/HanzoService",
 	} {
@@ -1022,7 +1024,7 @@ func TestOwnsCoversEveryChild(t *testing.T) {
 			t.Fatalf("%s: no entry", c.Name)
 		}
 		owned := e.OwnedGVKs(kinds.DefaultAPIGroup)
-		objs, _ := e.Build(mustTyped(t, e, c.Obj), hanzo)
+		objs, _ := e.Build(mustTyped(t, e, c.Obj), hanzoCtx)
 		for _, o := range objs {
 			if !slices.Contains(owned, o.GroupVersionKind()) {
 				t.Errorf("%s: %s emits %s, which Owns lacks", c.Name, e.Kind, o.GroupVersionKind())
@@ -1070,11 +1072,11 @@ func TestBuildersImportNoEffects(t *testing.T) {
 // TestServiceAliasesNeverDuplicateAName: an alias equal to the Service, the headless Service
 // or an earlier alias adds no second object of that name.
 func TestServiceAliasesNeverDuplicateAName(t *testing.T) {
-	cr := &v1.KV{ObjectMeta: meta("cache"), Spec: v1.DatastoreSpec{DBSpec: v1.DBSpec{
+	cr := &v1.KV{ObjectMeta: objMeta("cache"), Spec: v1.DatastoreSpec{DBSpec: v1.DBSpec{
 		Storage: v1.StorageSpec{Size: resource.MustParse("1Gi")}, ServiceAliases: []string{"redis", "cache", "cache-hs", "redis", "valkey"},
 	}}}
 	var names []string
-	for _, o := range build(t, canon("KV"), cr) {
+	for _, o := range mustBuild(t, canonRef("KV"), cr) {
 		if o.GetKind() == "Service" {
 			names = append(names, o.GetName())
 		}
