@@ -314,7 +314,7 @@ func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, cr
 
 // Deployment returns the operator's Deployment: one replica running `operator run` for
 // o.APIGroup, its namespace from the downward API, probes on ProbePort and metrics on
-// MetricsPort, as an unprivileged, read-only container.
+// MetricsPort, as an unprivileged container whose only writable path is an emptyDir /tmp.
 func Deployment(o InstallOptions) *appsv1.Deployment {
 	selector := map[string]string{kinds.LabelName: OperatorName, kinds.LabelInstance: OperatorName}
 	probe := func(path string) *corev1.Probe {
@@ -366,7 +366,10 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 							ReadOnlyRootFilesystem:   ptr.To(true),
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						},
+						// The git clone cache lives under os.TempDir.
+						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 					}},
+					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				},
 			},
 		},
