@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -96,4 +98,53 @@ func (w *warningRecorder) list() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.seen)
+}
+
+// TestKMSSecretChildInEveryUniverse: the one child whose group follows the universe is a
+// valid kms.<group>/v1 KMSSecret in each committed universe.
+func TestKMSSecretChildInEveryUniverse(t *testing.T) {
+	cfg := apiServerWith(t, universes...)
+	ctx := t.Context()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ensureNamespace(ctx, t, cs, "kms-universes")
+	for _, group := range universes {
+		t.Run(group, func(t *testing.T) {
+			cr := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": group + "/v1", "kind": "Service",
+				"metadata": map[string]any{"name": "web", "namespace": "kms-universes", "uid": "6a1d6c0e-0000-4000-8000-000000000001"},
+				"spec": map[string]any{
+					"image":      map[string]any{"repository": "r"},
+					"kmsSecrets": []any{map[string]any{"secretsPath": "/web", "managedSecretName": "web-env", "projectSlug": "web", "keys": []any{"A", "B"}}},
+				},
+			}}
+			objs, err := kinds.Builtin().Build(cr, kinds.Context{APIGroup: group})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			for _, o := range objs {
+				if o.GetKind() != "KMSSecret" {
+					continue
+				}
+				n++
+				gvr := schema.GroupVersionResource{Group: "kms." + group, Version: "v1", Resource: "kmssecrets"}
+				if o.GroupVersionKind().Group != gvr.Group {
+					t.Errorf("KMSSecret at %s, want %s", o.GroupVersionKind().Group, gvr.Group)
+				}
+				data, err := o.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := dyn.Resource(gvr).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+					FieldManager: "universe-operator", Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict",
+				}); err != nil {
+					t.Errorf("dry-run apply: %v", err)
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d KMSSecrets, want 1", n)
+			}
+		})
+	}
 }
