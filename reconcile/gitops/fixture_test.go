@@ -2,7 +2,11 @@ package gitops
 
 import (
 	"fmt"
-	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // A tiny CRD for tests and benchmarks, with a status subresource.
@@ -60,15 +64,56 @@ func fixture(ns string, n, cms int) map[string][]byte {
 	return files
 }
 
-// manifests joins the manifest files into one multi-document stream, for
-// kubectl.
-func manifests(files map[string][]byte) string {
-	var b strings.Builder
-	for p, d := range files {
-		if strings.HasSuffix(p, ".yaml") {
-			b.WriteString("---\n")
-			b.Write(d)
+// serviceCRD is the universe Service CRD (group hanzo.ai), as `operator crds`
+// installs it.
+func serviceCRD(tb testing.TB) []byte {
+	tb.Helper()
+	crds, err := kinds.CRDs("hanzo.ai")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, crd := range crds {
+		if crd.Name == "services.hanzo.ai" {
+			crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+			b, err := yaml.Marshal(crd)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return b
 		}
 	}
-	return b.String()
+	tb.Fatal("no services.hanzo.ai CRD")
+	return nil
+}
+
+func serviceFile(ns string, i, version int) []byte {
+	return fmt.Appendf(nil, `apiVersion: hanzo.ai/v1
+kind: Service
+metadata:
+  name: svc-%04d
+  namespace: %s
+spec:
+  image: {repository: ghcr.io/hanzoai/notes, tag: "v2.1.%d"}
+  replicas: 2
+  labels: {team: notes}
+  ports:
+    - {name: http, containerPort: 8080, servicePort: 80}
+  env:
+    - {name: MODE, value: production}
+`, i, ns, version)
+}
+
+func servicePath(i int) string { return fmt.Sprintf("crs/services/svc-%04d.yaml", i) }
+
+// serviceFixture is a repository: the Service CRD, a Namespace and n
+// Service CRs, one file each.
+func serviceFixture(tb testing.TB, ns string, n int) map[string][]byte {
+	files := map[string][]byte{
+		"crs/crd.yaml": serviceCRD(tb),
+		"crs/ns.yaml":  fmt.Appendf(nil, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns),
+	}
+	for i := range n {
+		files[servicePath(i)] = serviceFile(ns, i, 0)
+	}
+	return files
 }
