@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 )
@@ -34,6 +36,7 @@ import (
 //	go test -run '^$' -bench SweepVsKubectl -benchtime 1x ./reconcile/gitops/
 func BenchmarkSweepVsKubectl(b *testing.B) {
 	const n = 1000
+	ctrllog.SetLogger(logr.Discard())
 	cfg := testbed.APIServer(b)
 	kubectl := filepath.Join(testbed.BinDir(), "kubectl")
 	kubeconfig := writeKubeconfig(b, cfg)
