@@ -23,12 +23,23 @@ type memSource struct {
 	rev     int
 	files   map[string][]byte
 	fetched map[string]string // path → content of the last snapshot served
+	heads   int
+	snaps   int
 }
 
 func newMemSource(files map[string][]byte) *memSource {
 	m := &memSource{files: map[string][]byte{}, fetched: map[string]string{}}
 	m.commit(files)
 	return m
+}
+
+// calls returns how many Head and Snapshot calls were made since the last call.
+func (m *memSource) calls() (heads, snaps int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	heads, snaps = m.heads, m.snaps
+	m.heads, m.snaps = 0, 0
+	return heads, snaps
 }
 
 // commit merges files (nil content deletes) into a new revision.
@@ -48,12 +59,14 @@ func (m *memSource) commit(files map[string][]byte) {
 func (m *memSource) Head(context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.heads++
 	return fmt.Sprintf("%040d", m.rev), nil
 }
 
 func (m *memSource) Snapshot(_ context.Context, rev string) (*source.Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.snaps++
 	s := &source.Snapshot{Revision: rev}
 	for _, p := range slices.Sorted(maps.Keys(m.files)) {
 		d := m.files[p]

@@ -79,7 +79,11 @@ func TestSweepIsFreeWhenIdle(t *testing.T) {
 	}
 	idle := func(step string) {
 		t.Helper()
+		src.calls()
 		r, got := sweep(step)
+		if heads, snaps := src.calls(); heads != 1 || snaps != 0 {
+			t.Errorf("%s: %d Head and %d Snapshot calls, want only one Head", step, heads, snaps)
+		}
 		if len(got) != 0 || !r.Idle || r.Summary.InSync != objects {
 			t.Errorf("%s: %d requests %v, idle %v, %d in sync; want 0 requests and all %d in sync", step, total(got), got, r.Idle, r.Summary.InSync, objects)
 		}

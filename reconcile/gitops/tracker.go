@@ -43,9 +43,10 @@ func newTracker(c metadata.Interface, onEvent func(key, metav1.Object)) *tracker
 }
 
 // ensure starts the watches not yet running and waits, up to timeout, for
-// all of them to sync. A watch that does not sync in time (forbidden, say)
-// keeps trying in the background; until it syncs, its objects count as
-// unwatched and are applied through the get-and-dry-run path.
+// the new ones to sync. A watch that does not sync in time (forbidden, say)
+// keeps trying in the background, and later calls do not wait for it again;
+// until it syncs, its objects count as unwatched and are applied through the
+// get-and-dry-run path.
 func (t *tracker) ensure(ctx context.Context, keys map[watchKey]schema.GroupKind, timeout time.Duration) {
 	var synced []cache.InformerSynced
 	t.mu.Lock()
@@ -54,11 +55,11 @@ func (t *tracker) ensure(ctx context.Context, keys map[watchKey]schema.GroupKind
 		return
 	}
 	for wk, gk := range keys {
-		w, ok := t.watches[wk]
-		if !ok {
-			w = t.start(wk, gk)
-			t.watches[wk] = w
+		if _, ok := t.watches[wk]; ok {
+			continue
 		}
+		w := t.start(wk, gk)
+		t.watches[wk] = w
 		synced = append(synced, w.inf.HasSynced)
 	}
 	t.mu.Unlock()
