@@ -86,7 +86,7 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.writeStatus(ctx, cr, previous, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	log.V(1).Info("reconciled", "phase", status.Phase, "message", status.Message)
+	log.V(1).Info("Reconciled", "phase", status.Phase, "message", status.Message)
 	switch {
 	case len(obs.Failed) > 0:
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
@@ -102,16 +102,16 @@ func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, result
 	for _, res := range results {
 		switch res.Action {
 		case Created:
-			log.Info("child applied", "object", res.Object.String(), "action", res.Action)
+			log.Info("Applied child", "object", res.Object.String(), "action", res.Action)
 		case Updated:
-			log.Info("drift reverted", "object", res.Object.String(), "action", res.Action, "driftedBy", res.DriftedBy)
+			log.Info("Reverted drift", "object", res.Object.String(), "action", res.Action, "driftedBy", res.DriftedBy)
 			metricDriftCorrections.WithLabelValues(r.Entry.Kind).Inc()
 			if r.Recorder != nil {
 				r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "DriftReverted", "Apply",
 					"reverted %s (changed by %s)", res.Object.String(), strings.Join(orUnknown(res.DriftedBy), ", "))
 			}
 		case Failed, Denied:
-			log.Info("child apply failed", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
+			log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
 			metricApplyErrors.WithLabelValues(r.Entry.Kind).Inc()
 		}
 	}
@@ -150,7 +150,7 @@ func (r *KindReconciler) prune(ctx context.Context, cr kinds.Object, desired []*
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s: %w", ref, err)
 			}
-			logr.FromContextOrDiscard(ctx).Info("child deleted", "object", ref.String(), "action", Deleted)
+			logr.FromContextOrDiscard(ctx).Info("Deleted child, no longer built", "object", ref.String(), "action", Deleted)
 		}
 	}
 	return nil

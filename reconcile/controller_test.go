@@ -252,7 +252,7 @@ func TestKindController(t *testing.T) {
 		})
 		poll(ctx, t, "drift log line", func() (bool, string) {
 			for _, line := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(line, `"drift reverted"`) && strings.Contains(line, "Deployment/ctrl-test/web") && strings.Contains(line, "kubectl-edit") {
+				if strings.Contains(line, `"Reverted drift"`) && strings.Contains(line, "Deployment/ctrl-test/web") && strings.Contains(line, "kubectl-edit") {
 					return true, ""
 				}
 			}

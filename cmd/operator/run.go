@@ -190,14 +190,12 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return err
 	}
-	var secret gitops.Secret
+	var secret *source.TokenFile
 	if o.GitOps.WebhookSecretFile != "" {
-		tf, err := source.OpenTokenFile(o.GitOps.WebhookSecretFile)
-		if err != nil {
+		if secret, err = source.OpenTokenFile(o.GitOps.WebhookSecretFile); err != nil {
 			return fmt.Errorf("--gitops-webhook-secret-file: %w", err)
 		}
-		secret = tf
-		if err := mgr.Add(watchFile(tf, log.WithName("webhook-secret"))); err != nil {
+		if err := mgr.Add(watchFile(secret, log.WithName("webhook-secret"))); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,6 +260,39 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 	}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create fake node: %w", err)
+	}
+	return createStorage(ctx, cs)
+}
+
+// StorageClass is the default class of a full cluster (named like kind's): pre-made volumes,
+// bound at once, so StatefulSets with volume claim templates schedule on the kwok node like anything else.
+const StorageClass = "standard"
+
+// createStorage makes the default StorageClass and a pool of 100Gi volumes for it.
+func createStorage(ctx context.Context, cs kubernetes.Interface) error {
+	immediate := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: StorageClass, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner:       "kubernetes.io/no-provisioner",
+		VolumeBindingMode: &immediate,
+	}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create storage class: %w", err)
+	}
+	for i := range 32 {
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("testbed-pv-%02d", i)},
+			Spec: corev1.PersistentVolumeSpec{
+				StorageClassName:              StorageClass,
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: fmt.Sprintf("/tmp/testbed-pv-%02d", i)}},
+			},
+		}
+		if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create volume %s: %w", pv.Name, err)
+		}
 	}
 	return nil
 }
