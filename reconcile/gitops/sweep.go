@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -350,6 +351,11 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 		}()
 	}
 	wg.Wait()
+	for i, it := range items {
+		if stale[i] && it.mapping != nil && (apierrors.IsNotFound(results[i].Err) || meta.IsNoMatchError(results[i].Err)) {
+			it.mapping = nil // the kind went away (its CRD was deleted?): resolve it again next sweep
+		}
+	}
 	return n
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -194,6 +195,14 @@ func TestSweepIsFreeWhenIdle(t *testing.T) {
 		t.Errorf("recreate: %v, %+v; want one apply, one create", got, r.Summary)
 	}
 	idle("final idle sweep")
+
+	// Every sweep was counted, idle ones apart.
+	if idle, applied := testutil.ToFloat64(metricSweeps.WithLabelValues("idle")), testutil.ToFloat64(metricSweeps.WithLabelValues("applied")); idle < 5 || applied < 5 {
+		t.Errorf("sweeps counted: %v idle, %v applied; want at least 5 and 5", idle, applied)
+	}
+	if n := testutil.ToFloat64(metricDrift.WithLabelValues("kubectl-edit")); n < 2 {
+		t.Errorf("drift reverted from kubectl-edit counted %v times, want at least 2", n)
+	}
 
 	// GET /gitops serves the last report.
 	rec := httptest.NewRecorder()
