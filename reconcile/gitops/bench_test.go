@@ -214,19 +214,7 @@ func verbs(m map[string]int) string {
 }
 
 // rss reads the resident set size of this process.
-func rss() uint64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func rss() uint64 { return procStatus("VmRSS") }
 
 func writeFiles(b *testing.B, dir string, files map[string][]byte) {
 	for p, d := range files {
