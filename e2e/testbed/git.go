@@ -203,3 +203,10 @@ func (g *GitServer) CommitDir(repo, branch, message, dir string) (string, error)
 	}
 	return g.Commit(repo, branch, message, files)
 }
+
+// SetPassword changes the HTTP password the server accepts, as a credential rotation on a
+// git host would; clients holding the old one are refused from now on.
+func (g *GitServer) SetPassword(password string) {
+	g.Password = password
+	g.srv.Auth(g.Username, password)
+}

@@ -1,0 +1,296 @@
+package e2e
+
+import (
+	"bufio"
+	"flag"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/reconcile/gitops"
+)
+
+// operatorBin is the operator binary the suite drives, built once by TestMain.
+var operatorBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		dir, err := os.MkdirTemp("", "e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		operatorBin = filepath.Join(dir, "operator")
+		build := exec.Command("go", "build", "-o", operatorBin, "github.com/openuniverse/operator/cmd/operator")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build operator:", err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(dir)
+	}
+	code := testbed.Run(m)
+	os.Exit(code)
+}
+
+// cluster is the shared e2e cluster, with our CRDs installed by the binary itself.
+type cluster struct {
+	cfg        *rest.Config
+	kubeconfig string
+	c          client.Client
+}
+
+var (
+	clusterOnce sync.Once
+	shared      *cluster
+	sharedErr   error
+)
+
+func getCluster(t *testing.T) *cluster {
+	t.Helper()
+	cfg, kubeconfig := testbed.FullCluster(t)
+	clusterOnce.Do(func() {
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		out, err := exec.Command(operatorBin, "install", "--crds-only", "--kubeconfig", kubeconfig).CombinedOutput()
+		if err != nil {
+			sharedErr = fmt.Errorf("operator install --crds-only: %v\n%s", err, out)
+			return
+		}
+		shared = &cluster{cfg: cfg, kubeconfig: kubeconfig, c: c}
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+// gitRepo is a repository on a fresh local git server, with the password in a token file
+// the operator reads.
+type gitRepo struct {
+	srv       *testbed.GitServer
+	name      string
+	tokenFile string
+}
+
+func newGitRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	srv, err := testbed.NewGitServer("", "git", "pw-"+strings.ToLower(t.Name()[:min(len(t.Name()), 12)])+"-0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(); os.RemoveAll(srv.Root()) })
+	r := &gitRepo{srv: srv, name: "universe.git", tokenFile: filepath.Join(t.TempDir(), "token")}
+	if err := os.WriteFile(r.tokenFile, []byte(srv.Password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// push commits files (nil content deletes) and returns the commit SHA and when it landed.
+func (r *gitRepo) push(t *testing.T, msg string, files map[string][]byte) (string, time.Time) {
+	t.Helper()
+	sha, err := r.srv.Commit(r.name, "main", msg, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha, time.Now()
+}
+
+// operator is one `operator run` subprocess.
+type operator struct {
+	cmd   *exec.Cmd
+	probe string // http://127.0.0.1:port
+	mu    sync.Mutex
+	log   strings.Builder
+	done  chan struct{}
+}
+
+// startOperator runs the built binary as a user would, with the given extra flags, against
+// the shared cluster and repo. Its log is kept for assertions and printed when the test fails.
+func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, extra ...string) *operator {
+	t.Helper()
+	probe, metrics := freePort(t), freePort(t)
+	args := []string{"run",
+		"--kubeconfig", cl.kubeconfig,
+		"--namespace", namespace,
+		"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username,
+		"--gitops-token-file", repo.tokenFile,
+		"--git-cache-dir", t.TempDir(),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
+	}
+	o := &operator{cmd: exec.Command(operatorBin, append(args, extra...)...), probe: fmt.Sprintf("http://127.0.0.1:%d", probe), done: make(chan struct{})}
+	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	pr, pw := io.Pipe()
+	o.cmd.Stdout, o.cmd.Stderr = pw, pw
+	if err := o.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			o.mu.Lock()
+			o.log.WriteString(sc.Text() + "\n")
+			o.mu.Unlock()
+		}
+	}()
+	go func() { _ = o.cmd.Wait(); pw.Close(); close(o.done) }()
+	t.Cleanup(func() {
+		o.stop(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("operator log:\n%s", o.logs())
+		}
+	})
+	waitFor(t, "operator /healthz", 30*time.Second, func() (bool, string) {
+		resp, err := http.Get(o.probe + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return o
+}
+
+func (o *operator) logs() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.log.String()
+}
+
+// stop signals the process and waits for it to exit.
+func (o *operator) stop(sig syscall.Signal) {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
+	_ = o.cmd.Process.Signal(sig)
+	select {
+	case <-o.done:
+	case <-time.After(20 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+	}
+}
+
+// reconcileNow is the push webhook: POST /reconcile.
+func (o *operator) reconcileNow(t *testing.T) {
+	t.Helper()
+	resp, err := http.Post(o.probe+"/reconcile", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /reconcile: %s", resp.Status)
+	}
+}
+
+// report returns the last sweep's report from GET /gitops.
+func (o *operator) report() (*gitops.Report, error) {
+	resp, err := http.Get(o.probe + "/gitops")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /gitops: %s", resp.Status)
+	}
+	r := &gitops.Report{}
+	return r, json.NewDecoder(resp.Body).Decode(r)
+}
+
+// sweptAt waits for a sweep of revision that started after since, and returns it.
+func (o *operator) sweptAt(t *testing.T, revision string, since time.Time) *gitops.Report {
+	t.Helper()
+	var rep *gitops.Report
+	waitFor(t, "a sweep of "+revision, time.Minute, func() (bool, string) {
+		r, err := o.report()
+		if err != nil {
+			return false, err.Error()
+		}
+		rep = r
+		return r.Revision == revision && !r.Started.Before(since.Add(-time.Second)), fmt.Sprintf("revision %s started %s error %q", r.Revision, r.Started, r.Error)
+	})
+	return rep
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func getObj(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+// universeFiles reads the example universe repository, with its namespace renamed to ns.
+func universeFiles(t *testing.T, ns string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	root := filepath.Join("testdata", "universe")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		data = []byte(strings.ReplaceAll(string(data), "namespace: demo", "namespace: "+ns))
+		data = []byte(strings.ReplaceAll(string(data), "name: demo\n", "name: "+ns+"\n"))
+		data = []byte(strings.ReplaceAll(string(data), "web.demo.example", "web."+ns+".example"))
+		files[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
