@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"flag"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
