@@ -288,7 +288,12 @@ func (s *Sweeper) stale() []bool {
 			continue
 		}
 		m, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
-		out[i] = Stale(it.digest, s.records[it.key], Live{Watched: watched, Fingerprint: Fingerprint(m)}, now)
+		live := Live{Watched: watched, Fingerprint: Fingerprint(m)}
+		rec := s.records[it.key]
+		if rec != nil && watched && live.Fingerprint == rec.After {
+			rec.Seen = true
+		}
+		out[i] = Stale(it.digest, rec, live, now)
 	}
 	return out
 }
@@ -380,6 +385,11 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
 	}
 	rec.OK = res.Action != reconcile.Failed && res.Action != reconcile.Denied
 	rec.At = s.now()
+	// The watch may have delivered our write already, while it was in
+	// flight and observe ignored it: the cache is updated before handlers run.
+	if now, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && rec.After != "" && Fingerprint(now) == rec.After {
+		rec.Seen = true
+	}
 	s.mu.Lock()
 	s.records[it.key] = rec
 	delete(s.inflight, it.key)
