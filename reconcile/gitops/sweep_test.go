@@ -20,11 +20,12 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/source"
 )
 
 // newTestSweeper returns a sweeper over src whose apiserver requests are
 // counted, and an admin client that is not.
-func newTestSweeper(t testing.TB, src *memSource, namespaces ...string) (*Sweeper, *requests, client.Client) {
+func newTestSweeper(t testing.TB, src source.Source, namespaces ...string) (*Sweeper, *requests, client.Client) {
 	t.Helper()
 	cfg := testbed.APIServer(t)
 	admin, err := client.New(cfg, client.Options{})
