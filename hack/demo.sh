@@ -49,7 +49,7 @@ for _ in $(seq 100); do [ -s "$STATE/git/url" ] && break; sleep 0.1; done
 REPO=$(cat "$STATE/git/url")
 
 say "installing the CRDs"
-"$STATE/bin/operator" install --crds-only | tail -n 1
+"$STATE/bin/operator" install --crds-only | awk '{n++; a[$2]++} END {printf "  %d CRDs:", n; for (k in a) printf " %s %d", k, a[k]; print ""}'
 
 say "running the operator (log: $STATE/operator.log)"
 "$STATE/bin/operator" run --namespace demo --leader-elect=false \
