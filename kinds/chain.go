@@ -16,9 +16,9 @@ import (
 // builder materializes nothing and callers must not prune what exists (Pending).
 const ReasonNotImplemented = "NotImplemented"
 
-func notImplemented(o owner) error {
+func notImplemented(o owner, why string) error {
 	return &Halt{Phase: v1.PhasePending, Reason: ReasonNotImplemented,
-		Message: fmt.Sprintf("%s %s/%s: this operator does not materialize %s yet", o.Kind, o.Namespace, o.Name, o.Kind)}
+		Message: fmt.Sprintf("%s %s/%s: this operator does not materialize %s yet: %s", o.Kind, o.Namespace, o.Name, o.Kind, why)}
 }
 
 // nothing is the builder of Kinds that materialize no cluster objects by design.

@@ -106,10 +106,16 @@ func buildDatastore(o owner, s *v1.DBSpec, engine v1.Engine, crLabels map[string
 	return append(out, kmsSecrets(o, s.KMSSecrets, labels)...), nil
 }
 
-// stateful is a StatefulSet-backed workload: the datastore engines, Base, MPC, Network and the
-// chain runtimes all render through it.
+// stateful is a StatefulSet-backed workload: the datastore engines, Base, MPC, Network,
+// LuxRuntime and the two NodeFleet groups all render through it.
 type stateful struct {
-	image *v1.ImageSpec
+	// name names the StatefulSet, its main container, its selector and its ClusterIP Service;
+	// empty means the CR name. Only a Kind with more than one workload (NodeFleet) sets it.
+	name string
+	// headless names the headless Service (the StatefulSet's serviceName); empty means
+	// <name>-hs.
+	headless string
+	image    *v1.ImageSpec
 	// pullPolicy overrides the image's pull policy when set.
 	pullPolicy corev1.PullPolicy
 	replicas   int32
@@ -134,20 +140,49 @@ type stateful struct {
 	securityContext     *corev1.PodSecurityContext
 	containerSecurity   *corev1.SecurityContext
 	enableServiceLinks  *bool
+	nodeSelector        map[string]string
 }
 
-// children renders the StatefulSet, the ClusterIP Service <cr> and the headless <cr>-hs; the
-// Services carry serviceLabels.
+// workloadName is the StatefulSet's name: w.name, else the CR name.
+func (w *stateful) workloadName(o owner) string {
+	if w.name != "" {
+		return w.name
+	}
+	return o.Name
+}
+
+// headlessName is the headless Service's name: w.headless, else <workload>-hs.
+func (w *stateful) headlessName(o owner) string {
+	if w.headless != "" {
+		return w.headless
+	}
+	return w.workloadName(o) + headlessSuffix
+}
+
+// children renders the StatefulSet, the ClusterIP Service named like it and the headless
+// Service; the Services carry serviceLabels.
 func (w *stateful) children(o owner, serviceLabels map[string]string) []child {
 	return []child{
 		{w.statefulSet(o), gvkStatefulSet},
-		{clusterIPService(o, o.Name, serviceLabels, w.ports, false), gvkService},
-		{clusterIPService(o, o.Name+headlessSuffix, serviceLabels, w.ports, true), gvkService},
+		w.clusterIP(o, serviceLabels),
+		w.headlessService(o, serviceLabels),
 	}
 }
 
+// clusterIP is the ClusterIP Service named like the workload, selecting its pods.
+func (w *stateful) clusterIP(o owner, labels map[string]string) child {
+	name := w.workloadName(o)
+	return child{selectingService(o, name, name, labels, w.ports, false), gvkService}
+}
+
+// headlessService is the workload's headless Service (its serviceName).
+func (w *stateful) headlessService(o owner, labels map[string]string) child {
+	return child{selectingService(o, w.headlessName(o), w.workloadName(o), labels, w.ports, true), gvkService}
+}
+
 func (w *stateful) statefulSet(o owner) *appsv1.StatefulSet {
-	sel := selectorLabels(o.Name)
+	name := w.workloadName(o)
+	sel := selectorLabels(name)
 	vct := defaultVolumeName
 	if w.storage != nil && w.storage.VolumeName != nil && *w.storage.VolumeName != "" {
 		vct = *w.storage.VolumeName
@@ -161,7 +196,7 @@ func (w *stateful) statefulSet(o owner) *appsv1.StatefulSet {
 		pull = pullPolicy(w.image)
 	}
 	main := corev1.Container{
-		Name:            o.Name,
+		Name:            name,
 		Image:           imageRef(w.image),
 		ImagePullPolicy: pull,
 		Command:         w.command,
@@ -178,11 +213,11 @@ func (w *stateful) statefulSet(o owner) *appsv1.StatefulSet {
 		main.Resources = *w.resources
 	}
 	sts := &appsv1.StatefulSet{
-		ObjectMeta: o.meta(o.Name, w.labels),
+		ObjectMeta: o.meta(name, w.labels),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:        ptr.To(w.replicas),
 			Selector:        &metav1.LabelSelector{MatchLabels: sel},
-			ServiceName:     o.Name + headlessSuffix,
+			ServiceName:     w.headlessName(o),
 			MinReadySeconds: minReadySeconds,
 			UpdateStrategy:  appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			Template: corev1.PodTemplateSpec{
@@ -194,6 +229,7 @@ func (w *stateful) statefulSet(o owner) *appsv1.StatefulSet {
 					ServiceAccountName:            w.serviceAccountName,
 					SecurityContext:               w.securityContext,
 					EnableServiceLinks:            w.enableServiceLinks,
+					NodeSelector:                  w.nodeSelector,
 					TerminationGracePeriodSeconds: ptr.To[int64](terminationGracePeriodSeconds),
 					TopologySpreadConstraints:     topologySpread(w.replicas, sel),
 				},

@@ -235,7 +235,9 @@ func selectors(o *unstructured.Unstructured) map[string]map[string]any {
 }
 
 // TestSelectorsNeverCarryDescriptiveLabels is invariant 2, over every golden case: each
-// selector is exactly name and instance, both the CR name.
+// selector is exactly name and instance, both the CR name. The one Kind with two workloads,
+// NodeFleet, selects each group by the group's name (<cr>-archive, <cr>-state-sync), so that
+// neither StatefulSet nor Service ever selects the other group's pods.
 func TestSelectorsNeverCarryDescriptiveLabels(t *testing.T) {
 	reg := kinds.Builtin()
 	n := 0
@@ -244,8 +246,15 @@ func TestSelectorsNeverCarryDescriptiveLabels(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		want := map[string]any{kinds.LabelName: c.Obj.GetName(), kinds.LabelInstance: c.Obj.GetName()}
 		for _, o := range objs {
+			name := c.Obj.GetName()
+			if c.Obj.GetKind() == "NodeFleet" {
+				name = strings.TrimSuffix(o.GetName(), "-headless")
+				if name != c.Obj.GetName()+"-archive" && name != c.Obj.GetName()+"-state-sync" {
+					t.Errorf("%s: %s %s is in no NodeFleet group", c.Name, o.GetKind(), o.GetName())
+				}
+			}
+			want := map[string]any{kinds.LabelName: name, kinds.LabelInstance: name}
 			for path, sel := range selectors(o) {
 				n++
 				if diff := cmp.Diff(want, sel); diff != "" {

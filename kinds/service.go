@@ -177,11 +177,16 @@ func shouldColocate(s *v1.ServiceSpec, volumes []corev1.Volume) bool {
 
 // clusterIPService selects the workload's pods on ports; headless sets clusterIP None.
 func clusterIPService(o owner, name string, labels map[string]string, ports []v1.ServicePort, headless bool) *corev1.Service {
+	return selectingService(o, name, o.Name, labels, ports, headless)
+}
+
+// selectingService is a Service named name selecting the pods of the workload named workload.
+func selectingService(o owner, name, workload string, labels map[string]string, ports []v1.ServicePort, headless bool) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: o.meta(name, labels),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selectorLabels(o.Name),
+			Selector: selectorLabels(workload),
 			Ports:    servicePorts(ports),
 		},
 	}

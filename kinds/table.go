@@ -74,11 +74,15 @@ func Builtin() Registry {
 		entry(canon, "Network", chain, newOf[v1.Network], func(cr *v1.Network, o owner) (built, error) { return buildNetwork(o, &cr.Spec) }, statefulOwns...),
 		entry(canon, "Chain", chain, newOf[v1.Chain], nothing[*v1.Chain]),
 		entry(canon, "Validator", chain, newOf[v1.Validator], nothing[*v1.Validator]),
-		entry(canon, "LuxRuntime", chain, newOf[v1.LuxRuntime], notYet[*v1.LuxRuntime]),
-		entry(canon, "NodeFleet", chain, newOf[v1.NodeFleet], notYet[*v1.NodeFleet]),
-		entry(canon, "BitcoinRuntime", chain, newOf[v1.BitcoinRuntime], notYet[*v1.BitcoinRuntime]),
-		entry(canon, "EthereumRuntime", chain, newOf[v1.EthereumRuntime], notYet[*v1.EthereumRuntime]),
-		entry(canon, "SolanaRuntime", chain, newOf[v1.SolanaRuntime], notYet[*v1.SolanaRuntime]),
+		entry(canon, "LuxRuntime", chain, newOf[v1.LuxRuntime], func(cr *v1.LuxRuntime, o owner) (built, error) {
+			return buildLuxRuntime(o, &cr.Spec)
+		}, statefulOwns...),
+		entry(canon, "NodeFleet", chain, newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
+			return buildNodeFleet(o, &cr.Spec)
+		}, statefulOwns...),
+		entry(canon, "BitcoinRuntime", chain, newOf[v1.BitcoinRuntime], unspecifiedNode[*v1.BitcoinRuntime]),
+		entry(canon, "EthereumRuntime", chain, newOf[v1.EthereumRuntime], unspecifiedNode[*v1.EthereumRuntime]),
+		entry(canon, "SolanaRuntime", chain, newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
 		entry(canon, "Static", uni, newOf[v1.Static], nothing[*v1.Static]),
@@ -117,8 +121,12 @@ func Builtin() Registry {
 		}, serviceOwns...),
 		entry(hipera, "Chain", uni, newOf[hip.Chain], nothing[*hip.Chain]),
 		entry(hipera, "Validator", uni, newOf[hip.Validator], nothing[*hip.Validator]),
-		entry(hipera, "LuxRuntime", uni, newOf[hip.LuxRuntime], notYet[*hip.LuxRuntime]),
-		entry(hipera, "NodeFleet", uni, newOf[hip.NodeFleet], notYet[*hip.NodeFleet]),
+		entry(hipera, "LuxRuntime", uni, newOf[hip.LuxRuntime], func(cr *hip.LuxRuntime, o owner) (built, error) {
+			return buildLuxRuntime(o, &hip.ToLuxRuntime(cr).Spec)
+		}, statefulOwns...),
+		entry(hipera, "NodeFleet", uni, newOf[hip.NodeFleet], func(cr *hip.NodeFleet, o owner) (built, error) {
+			return buildNodeFleet(o, &hip.ToNodeFleet(cr).Spec)
+		}, statefulOwns...),
 		entry(hipera, "Subnet", uni, newOf[hip.Subnet], nothing[*hip.Subnet]),
 	)
 }
@@ -134,8 +142,15 @@ func viaService[T Object](spec func(T) *v1.ServiceSpec) func(T, owner) (built, e
 	return func(cr T, o owner) (built, error) { return buildService(o, spec(cr)) }
 }
 
-// notYet builds a Kind whose objects are not specified well enough yet: a Pending Halt.
-func notYet[T Object](_ T, o owner) (built, error) { return nil, notImplemented(o) }
+// unspecifiedNode builds BitcoinRuntime, EthereumRuntime and SolanaRuntime: a Pending
+// NotImplemented Halt. A StatefulSet of the node image alone would run the wrong node: the
+// network (mainnet, testnet, ...) and the per-network default ports are chosen by a rendered
+// node configuration (bitcoin.conf, client flags, the execution/consensus pair and its JWT, a
+// Solana identity and entry points) that the contract does not specify, and the nested shapes
+// of these specs are this package's provisional ones (kinds/v1/runtime.go).
+func unspecifiedNode[T Object](_ T, o owner) (built, error) {
+	return nil, notImplemented(o, "the contract does not specify the node configuration (network selection, ports, credentials) a working node needs")
+}
 
 // entry adapts a typed builder to an Entry: it checks the CR's type and derives the owner
 // (apiVersion and Kind of the CR as served, its name, namespace and uid) from the Context.
