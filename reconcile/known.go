@@ -35,12 +35,29 @@ func (a *Applier) ApplyKnown(ctx context.Context, obj *unstructured.Unstructured
 // the object it returned: Created when there was none, InSync when the resourceVersion
 // did not move (the apiserver skips no-op writes), else Updated, naming the field
 // managers whose fields the apply took back (see DriftedBy).
+//
+// An apply that declares no field beyond the object's identity (a Namespace with only a
+// name) leaves manager owning nothing, so it cannot have changed a value; when it still
+// moves the resourceVersion, that is the apiserver's own bookkeeping (its first apply to
+// an object with no managedFields records them under "before-first-apply"), and InSync.
 func Classify(before, after metav1.Object, manager string) (Action, []string) {
 	switch {
 	case before == nil:
 		return Created, nil
 	case before.GetResourceVersion() == after.GetResourceVersion():
 		return InSync, nil
+	case !owns(after.GetManagedFields(), manager):
+		return InSync, nil
 	}
 	return Updated, driftedBy(before.GetManagedFields(), after.GetManagedFields(), manager)
+}
+
+// owns reports whether manager has a managedFields entry for the main resource.
+func owns(entries []metav1.ManagedFieldsEntry, manager string) bool {
+	for _, e := range entries {
+		if e.Manager == manager && e.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -43,6 +43,9 @@ func TestClassify(t *testing.T) {
 			after:  meta("6", entry("gitops", both), entry("hpa", `{"f:metadata":{}}`)),
 			want:   reconcile.Updated, drifted: []string{"kubectl-edit"},
 		},
+		"an apply owning no field changed nothing (before-first-apply bookkeeping)": {
+			before: meta("5"), after: meta("6", entry("before-first-apply", `{"f:metadata":{"f:labels":{}}}`)), want: reconcile.InSync,
+		},
 		"an update nobody drifted names nobody": {
 			before: meta("5", entry("gitops", image)), after: meta("6", entry("gitops", both)), want: reconcile.Updated,
 		},
