@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -48,11 +49,13 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	started := 0
+	var missing []schema.GroupVersionKind
 	for _, ref := range refs {
 		e := reg[ref]
 		gvk := e.GroupVersionKind(group)
 		if !served(gvk) {
-			log.Info("kind not served by the cluster, skipping its controller", "kind", gvk.String())
+			log.Info("Kind not served by the cluster, skipping its controller until it is", "kind", gvk.String())
+			missing = append(missing, gvk)
 			continue
 		}
 		r := &KindReconciler{
@@ -85,6 +88,45 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	if started == 0 {
 		return errNoKinds
 	}
-	log.Info("kind controllers set up", "controllers", started)
-	return nil
+	log.Info("Kind controllers set up", "controllers", started, "notServed", len(missing))
+	if len(missing) == 0 {
+		return nil
+	}
+	return mgr.Add(&servedWatch{served: served, missing: missing, every: recheckServed, log: log})
 }
+
+// recheckServed is how often a Kind not served at start is looked for again.
+var recheckServed = 30 * time.Second
+
+// servedWatch ends the process when a Kind that was not served at start becomes served (its
+// CRD was installed later), so the restart — by the Deployment, as for a lost lease — starts
+// that Kind's controller. controller-runtime cannot add a watch to a running manager's
+// controllers without one.
+type servedWatch struct {
+	served  func(schema.GroupVersionKind) bool
+	missing []schema.GroupVersionKind
+	every   time.Duration
+	log     logr.Logger
+}
+
+// Start polls the RESTMapper, which refreshes a group's discovery on a miss.
+func (w *servedWatch) Start(ctx context.Context) error {
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			for _, gvk := range w.missing {
+				if w.served(gvk) {
+					w.log.Info("Kind now served, restarting to start its controller", "kind", gvk.String())
+					return fmt.Errorf("kind %s became served after start: restart to reconcile it", gvk)
+				}
+			}
+		}
+	}
+}
+
+// NeedLeaderElection is false: a standby must restart too, to lead with every controller.
+func (w *servedWatch) NeedLeaderElection() bool { return false }
