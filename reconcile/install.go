@@ -36,6 +36,9 @@ const (
 	// LeaderElectionRole names the Role and RoleBinding granting the Lease in the
 	// operator's namespace.
 	LeaderElectionRole = OperatorName + "-leader-election"
+	// WebhookRelay names the ConfigMap through which a standby replica hands a push
+	// webhook to the leader (see gitops.Relay).
+	WebhookRelay = OperatorName + "-webhook-relay"
 	// ProbePort serves /healthz and /readyz, MetricsPort /metrics.
 	ProbePort   = 8081
 	MetricsPort = 8080
@@ -186,6 +189,12 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 				Rules: []rbacv1.PolicyRule{{
 					APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 					Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
+				}, {
+					// the webhook relay: a standby stamps one ConfigMap, the leader watches it
+					APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{WebhookRelay},
+					Verbs: []string{"get", "list", "watch", "patch"},
+				}, {
+					APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"},
 				}},
 			},
 			&rbacv1.RoleBinding{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -204,7 +206,25 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			return err
 		}
 	}
-	sweeper.Routes(mux, sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook")))
+	wh := sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook"))
+	if o.LeaderElect {
+		// a standby accepts webhooks too and relays them to the leader
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: reconcile.WebhookRelay, Now: time.Now}
+		var leading atomic.Bool
+		go func() { <-mgr.Elected(); leading.Store(true) }()
+		wh.Leader, wh.Relay = leading.Load, relay
+		err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { // leader only
+			return relay.Watch(ctx, sweeper.Trigger(), ctrl.Log.WithName("webhook-relay"))
+		}))
+		if err != nil {
+			return err
+		}
+	}
+	sweeper.Routes(mux, wh)
 	return mgr.Add(sweeper)
 }
 

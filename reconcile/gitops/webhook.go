@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,6 +42,10 @@ type Webhook struct {
 	MaxBytes int64
 	// Log records rejections (at V(1): they are cheap for anyone to cause).
 	Log logr.Logger
+	// Leader, when set, says whether this replica leads. A standby hands an accepted
+	// request to the leader through Relay instead of firing its own (idle) trigger.
+	Leader func() bool
+	Relay  interface{ Record(context.Context) error }
 }
 
 var (
@@ -81,6 +86,17 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+	}
+	if h.Leader != nil && h.Relay != nil && !h.Leader() {
+		if err := h.Relay.Record(r.Context()); err != nil {
+			h.Log.Error(err, "Webhook accepted but not relayed to the leader; the resync will catch up")
+			http.Error(w, "not relayed to the leader", http.StatusServiceUnavailable)
+			return
+		}
+		h.Log.V(1).Info("Webhook accepted and relayed to the leader", "event", event(r))
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "reconcile relayed to the leader\n")
+		return
 	}
 	queued := h.Trigger.Fire()
 	h.Log.V(1).Info("Webhook accepted", "queued", queued, "event", event(r))
