@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/fluxcd/pkg/ssa/normalize"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,6 +59,11 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	obs.Previous = previous.Conditions
 
 	desired, err := r.Entry.Build(cr, r.Context)
+	if err == nil {
+		// The normalization render prints (native defaults such as port protocols), so
+		// the controller applies, and owns, exactly what `operator render` shows.
+		err = normalize.UnstructuredList(desired)
+	}
 	if halt, ok := kinds.AsHalt(err); ok {
 		obs.Halt = halt // materialize nothing, delete nothing
 	} else if err != nil {
