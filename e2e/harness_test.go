@@ -294,3 +294,17 @@ func universeFiles(t *testing.T, ns string) map[string][]byte {
 	}
 	return files
 }
+
+// deleteNamespaceAfter deletes ns when the test ends, after its operator stopped (cleanups
+// run last-registered first, so call it before startOperator), so that later operators in
+// the shared cluster do not reconcile this test's leftovers.
+func deleteNamespaceAfter(t *testing.T, cl *cluster, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("Namespace")
+		u.SetName(ns)
+		_ = client.IgnoreNotFound(cl.c.Delete(context.Background(), u))
+	})
+}

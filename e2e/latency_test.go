@@ -15,6 +15,7 @@ func TestPushLatencyLargeRepo(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns, n, rounds = "e2e-latency", 1000, 15
+	deleteNamespaceAfter(t, cl, ns)
 	cm := func(i, v int) []byte {
 		return fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\n  namespace: %s\ndata:\n  value: \"%d\"\n", i, ns, v)
 	}

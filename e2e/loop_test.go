@@ -48,6 +48,7 @@ func TestPushToReady(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-loop"
+	deleteNamespaceAfter(t, cl, ns)
 	repo.push(t, "empty start", map[string][]byte{"README.md": []byte("universe\n")})
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
 
@@ -111,6 +112,7 @@ func TestDriftIsRevertedAndAttributed(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-drift"
+	deleteNamespaceAfter(t, cl, ns)
 	sha, pushed := repo.push(t, "universe", universeFiles(t, ns))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
 	op.sweptAt(t, sha, pushed)
@@ -163,6 +165,7 @@ func TestRemovingAFileDeletesNothing(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-noprune"
+	deleteNamespaceAfter(t, cl, ns)
 	sha, pushed := repo.push(t, "universe", universeFiles(t, ns))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
 	op.sweptAt(t, sha, pushed)
@@ -195,6 +198,7 @@ func TestBadInputCostsNothingElse(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-badinput"
+	deleteNamespaceAfter(t, cl, ns)
 	files := universeFiles(t, ns)
 	files["apps/broken.yaml"] = []byte("apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: broken, namespace: " + ns + "\nspec: [\n")
 	files["elsewhere/intruder.yaml"] = []byte("apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: intruder, namespace: kube-system}\nspec: {image: {repository: evil}}\n")

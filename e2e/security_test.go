@@ -24,6 +24,7 @@ func TestWebhookSignature(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns, secret = "e2e-webhook", "hook-secret-5f1e"
+	deleteNamespaceAfter(t, cl, ns)
 	secretFile := filepath.Join(t.TempDir(), "webhook-secret")
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestTokenRotation(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-rotation"
+	deleteNamespaceAfter(t, cl, ns)
 	oldToken := repo.srv.Password
 	sha, pushed := repo.push(t, "universe", universeFiles(t, ns))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
