@@ -29,6 +29,7 @@ const (
 	ReasonBuildFailed = "BuildFailed" // the spec cannot be built
 	ReasonApplyFailed = "ApplyFailed" // the apiserver refused a child
 	ReasonForbidden   = "Forbidden"   // the operator lacks an RBAC grant
+	ReasonRejected    = "Rejected"    // the apiserver found a child invalid
 )
 
 // Child is what the shell observed of one applied child.
@@ -45,8 +46,10 @@ type Observation struct {
 	Halt *kinds.Halt
 	// BuildErr is a builder error that is not a Halt: terminal until the spec changes.
 	BuildErr error
-	// Denied and Failed hold one message per child the apiserver refused.
-	Denied, Failed []string
+	// Denied (403), Rejected (the apiserver found the object invalid: retrying cannot help
+	// until the spec changes) and Failed (anything else, transient) hold one message per
+	// child the apiserver refused.
+	Denied, Rejected, Failed []string
 	// Children are the applied children, as observed after the apply.
 	Children []Child
 	// Workload reports the replicas of the main Deployment or StatefulSet, if the Kind has one.
@@ -110,6 +113,8 @@ func decide(o Observation) (ready bool, reason, msg string, stalled, reconciling
 		return false, ReasonBuildFailed, o.BuildErr.Error(), true, false
 	case len(o.Denied) > 0:
 		return false, ReasonForbidden, first(o.Denied), true, false
+	case len(o.Rejected) > 0:
+		return false, ReasonRejected, first(o.Rejected), true, false
 	case len(o.Failed) > 0:
 		return false, ReasonApplyFailed, first(o.Failed), false, true
 	}
@@ -140,7 +145,7 @@ func phase(o Observation, ready bool) v1.Phase {
 	switch {
 	case o.Halt != nil:
 		return o.Halt.Phase
-	case o.BuildErr != nil || len(o.Denied) > 0:
+	case o.BuildErr != nil || len(o.Denied) > 0 || len(o.Rejected) > 0:
 		return v1.PhaseDegraded
 	case o.Workload != nil:
 		w := o.Workload

@@ -94,6 +94,12 @@ func TestSummarize(t *testing.T) {
 			conds:   map[string]cond{"Ready": {"False", ReasonForbidden}, "Stalled": {"True", ReasonForbidden}},
 			message: "forbidden: grant patch on Deployment (and 1 more)",
 		},
+		"an invalid child stalls": {
+			in:      Observation{Generation: 1, Rejected: []string{"Deployment/ns/web: spec.template.spec.containers[0].name: Invalid value"}},
+			phase:   v1.PhaseDegraded,
+			conds:   map[string]cond{"Ready": {"False", ReasonRejected}, "Stalled": {"True", ReasonRejected}},
+			message: "Deployment/ns/web: spec.template.spec.containers[0].name: Invalid value",
+		},
 		"a transient apply failure keeps reconciling": {
 			in:      Observation{Generation: 1, Failed: []string{"Deployment/ns/web: conflict"}},
 			phase:   v1.PhaseCreating,

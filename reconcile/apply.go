@@ -173,6 +173,12 @@ func failure(ref ObjRef, err error) Result {
 	return Result{Object: ref, Action: Failed, Err: err, Message: err.Error()}
 }
 
+// Terminal reports whether an apply error cannot be fixed by retrying: the apiserver found
+// the object invalid or the request malformed. The spec that built it must change.
+func Terminal(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
 // MissingGrant describes the RBAC rule the operator needs to verb ref.
 func MissingGrant(ref ObjRef, verb string) string {
 	group := ref.Group

@@ -207,6 +207,9 @@ data: {k: v}
 	if got[0].Action != reconcile.Failed || !strings.Contains(got[0].Message, "Not A Valid Key!") {
 		t.Errorf("invalid ConfigMap: %+v, want Failed naming the bad key", got[0])
 	}
+	if !reconcile.Terminal(got[0].Err) || reconcile.Terminal(got[1].Err) {
+		t.Errorf("Terminal(invalid)=%v Terminal(denied)=%v, want true and false", reconcile.Terminal(got[0].Err), reconcile.Terminal(got[1].Err))
+	}
 	if got[1].Action != reconcile.Denied || !strings.Contains(got[1].Message, "kind Secret in namespace default") {
 		t.Errorf("Secret: %+v, want Denied naming the missing grant", got[1])
 	}

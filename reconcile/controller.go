@@ -76,10 +76,14 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			case Denied:
 				obs.Denied = append(obs.Denied, res.Object.String()+": "+res.Message)
 			case Failed:
-				obs.Failed = append(obs.Failed, res.Object.String()+": "+res.Message)
+				if Terminal(res.Err) {
+					obs.Rejected = append(obs.Rejected, res.Object.String()+": "+res.Message)
+				} else {
+					obs.Failed = append(obs.Failed, res.Object.String()+": "+res.Message)
+				}
 			}
 		}
-		if len(obs.Denied)+len(obs.Failed) == 0 {
+		if len(obs.Denied)+len(obs.Rejected)+len(obs.Failed) == 0 {
 			if err := r.prune(ctx, cr, desired); err != nil {
 				return ctrl.Result{}, err
 			}

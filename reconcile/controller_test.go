@@ -165,9 +165,10 @@ func readyCondition(u *unstructured.Unstructured) (metav1.Condition, bool) {
 }
 
 var (
-	gvkService    = schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Service"}
-	gvkDeployment = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	gvkHPA        = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+	gvkService     = schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Service"}
+	gvkDeployment  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	gvkHPA         = schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+	gvkCoreService = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 )
 
 // TestKindController drives the Service Kind controller on the full control plane (pods
@@ -261,6 +262,23 @@ func TestKindController(t *testing.T) {
 				}
 			}
 			return false, "no drift line naming kubectl-edit"
+		})
+	})
+
+	t.Run("a deleted child is restored", func(t *testing.T) {
+		svc, err := get(ctx, c, gvkCoreService, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		poll(ctx, t, "Service web recreated", func() (bool, string) {
+			again, err := get(ctx, c, gvkCoreService, "web")
+			if err != nil {
+				return false, err.Error()
+			}
+			return again.GetUID() != svc.GetUID(), "same uid"
 		})
 	})
 
