@@ -84,7 +84,7 @@ if [ "${DEMO_ONESHOT:-}" = 1 ]; then exit 0; fi
 
 host=$(echo "$REPO" | sed -E 's#https?://([^/]+)/.*#\1#')
 printf 'http://git:%s@%s\n' "$(cat "$STATE/git/password")" "$host" >"$STATE/git/credentials"
-git -c credential.helper="store --file=$STATE/git/credentials" clone -q "$REPO" "$STATE/universe"
+git -c credential.helper="store --file=$STATE/git/credentials" clone -q -b main "$REPO" "$STATE/universe"
 git -C "$STATE/universe" config credential.helper "store --file=$STATE/git/credentials"
 
 cat <<EOF
@@ -100,6 +100,6 @@ Try it (in another terminal):
 
 Following the operator's drift lines; Ctrl-C stops everything.
 EOF
-tail -n 0 -f "$STATE/operator.log" | grep --line-buffered -E '"msg":"(Reverted drift|Created object|Applied child|Deleted child|Apply failed|Apply denied|Sweep complete)' &
+tail -n 0 -f "$STATE/operator.log" | grep --line-buffered -E '"msg":"(Reverted drift|Created object|Updated object|Applied child|Updated child|Deleted child|Apply failed|Apply denied|Sweep complete)' &
 pids+=($!)
 wait "${pids[1]}"

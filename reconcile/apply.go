@@ -196,8 +196,8 @@ func MissingGrant(ref ObjRef, verb string) string {
 // the live object before the apply, owned fields that manager owns after it and that they
 // no longer own (a forced apply takes over only fields whose value differed; equal values
 // stay shared). It reads only managedFields, so it names a controller, kubectl or a
-// person's tool exactly as the apiserver recorded it. Status-subresource entries are
-// ignored.
+// person's tool exactly as the apiserver recorded it. Status writes are ignored; writes
+// through /scale count (kubectl scale).
 func DriftedBy(before, after *unstructured.Unstructured, manager string) []string {
 	if before == nil || after == nil {
 		return nil
@@ -229,11 +229,13 @@ func driftedBy(before, after []metav1.ManagedFieldsEntry, manager string) []stri
 	return out
 }
 
-// managedSets returns the fields each manager owns (main resource only).
+// managedSets returns the fields each manager owns, through the main resource or a
+// subresource that writes the spec (kubectl scale writes spec.replicas through /scale);
+// status writes are never drift.
 func managedSets(entries []metav1.ManagedFieldsEntry) map[string]*fieldpath.Set {
 	sets := map[string]*fieldpath.Set{}
 	for _, e := range entries {
-		if e.Subresource != "" || e.FieldsV1 == nil {
+		if e.Subresource == "status" || e.FieldsV1 == nil {
 			continue
 		}
 		s := &fieldpath.Set{}

@@ -114,24 +114,21 @@ func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, result
 		case Created:
 			log.Info("Applied child", "object", res.Object.String(), "action", res.Action)
 		case Updated:
+			if len(res.DriftedBy) == 0 { // the CR's spec changed
+				log.Info("Updated child", "object", res.Object.String(), "action", res.Action)
+				continue
+			}
 			log.Info("Reverted drift", "object", res.Object.String(), "action", res.Action, "driftedBy", res.DriftedBy)
 			metricDriftCorrections.WithLabelValues(r.Entry.Kind).Inc()
 			if r.Recorder != nil {
 				r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "DriftReverted", "Apply",
-					"reverted %s (changed by %s)", res.Object.String(), strings.Join(orUnknown(res.DriftedBy), ", "))
+					"reverted %s (changed by %s)", res.Object.String(), strings.Join(res.DriftedBy, ", "))
 			}
 		case Failed, Denied:
 			log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
 			metricApplyErrors.WithLabelValues(r.Entry.Kind).Inc()
 		}
 	}
-}
-
-func orUnknown(managers []string) []string {
-	if len(managers) == 0 {
-		return []string{"an updated spec"}
-	}
-	return managers
 }
 
 // prune deletes the children this CR controls that the build no longer produces, such as

@@ -342,10 +342,15 @@ func (c *Cluster) poll(ctx context.Context, what string, timeout time.Duration, 
 	return nil
 }
 
-// Stop ends every process this Cluster started, last first.
+// Stop ends every process this Cluster started.
 func (c *Cluster) Stop() {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop()
+	pids := make([]int, 0, len(c.procs))
+	for _, p := range c.procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	terminate(pids...)
+	for _, p := range c.procs {
+		p.release()
 	}
 	c.procs = nil
 }

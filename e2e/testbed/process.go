@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,23 +68,31 @@ func (p *process) exited() error {
 
 func (p *process) stop() {
 	terminate(p.cmd.Process.Pid)
+	p.release()
+}
+
+// release forgets an ended process: its PID file and log handle.
+func (p *process) release() {
 	_ = os.Remove(p.pidFile)
 	_ = p.logFile.Close()
 }
 
-// terminate sends SIGTERM to pid and SIGKILL after five seconds.
-func terminate(pid int) {
-	if syscall.Kill(pid, syscall.SIGTERM) != nil {
-		return
+// terminate sends SIGTERM to every pid and SIGKILL to those still running five seconds later.
+func terminate(pids ...int) {
+	var live []int
+	for _, pid := range pids {
+		if syscall.Kill(pid, syscall.SIGTERM) == nil {
+			live = append(live, pid)
+		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if !alive(pid) {
-			return
-		}
+	for len(live) > 0 && time.Now().Before(deadline) {
+		live = slices.DeleteFunc(live, func(pid int) bool { return !alive(pid) })
 		time.Sleep(50 * time.Millisecond)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, pid := range live {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 func alive(pid int) bool {
@@ -95,13 +104,15 @@ func alive(pid int) bool {
 }
 
 // StopDir ends the processes whose PID files are under dir/pids, checking that each PID
-// still runs the binary recorded for it, so a recycled PID is never signalled.
+// still runs the binary recorded for it, so a recycled PID is never signalled. All get
+// SIGTERM at once; any still running after five seconds gets SIGKILL.
 func StopDir(dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
 	if err != nil {
 		return err
 	}
 	var errs []error
+	var pids []int
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -119,10 +130,11 @@ func StopDir(dir string) error {
 			continue
 		}
 		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == fields[1] {
-			terminate(pid)
+			pids = append(pids, pid)
 		}
 		_ = os.Remove(f)
 	}
+	terminate(pids...)
 	return errors.Join(errs...)
 }
 

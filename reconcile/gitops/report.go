@@ -95,6 +95,10 @@ func logReport(log logr.Logger, r *Report, files map[reconcile.ObjRef]string) {
 		case reconcile.Created:
 			log.Info("Created object", kv...)
 		case reconcile.Updated:
+			if len(res.DriftedBy) == 0 { // git changed it, or a writer we cannot name
+				log.Info("Updated object", kv...)
+				continue
+			}
 			log.Info("Reverted drift", append(kv, "driftedBy", res.DriftedBy)...)
 		case reconcile.InSync:
 			log.V(1).Info("In sync", kv...)
