@@ -124,8 +124,10 @@ func TestDriftIsRevertedAndAttributed(t *testing.T) {
 		dep, err = getObj(ctx, cl.c, gvkDeployment, ns, "web")
 		return err == nil, fmt.Sprint(err)
 	})
+	// as `kubectl scale` does: through the /scale subresource
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":7}}`))
-	if err := cl.c.Patch(ctx, dep, patch, client.FieldOwner("kubectl-scale")); err != nil {
+	scaleOpts := &client.SubResourcePatchOptions{PatchOptions: client.PatchOptions{FieldManager: "kubectl-scale"}}
+	if err := cl.c.SubResource("scale").Patch(ctx, dep, patch, scaleOpts); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "Deployment web back to 2 replicas", time.Minute, func() (bool, string) {
