@@ -31,8 +31,9 @@ const (
 //   - of two processes exactly one is elected, and only it writes: an out-of-band edit is
 //     reverted with a drift line in the leader's log and none in the standby's, and only the
 //     leader serves a sweep report;
-//   - SIGKILL of the leader (no release) hands over once the lease expires: within the lease
-//     duration plus the standby's retry jitter (client-go waits up to 2.2 × retry period);
+//   - SIGKILL of the leader (no release) hands over once the lease expires, not before
+//     (no split brain) and within the lease duration plus the retry jitter (client-go waits
+//     up to 2.2 × retry period between attempts);
 //   - SIGTERM of the leader releases the Lease, so the standby takes over at its next retry,
 //     within half the lease duration (without the release it could not before the lease
 //     expires), and the released process exits 0;
@@ -79,7 +80,15 @@ func TestLeaderElection(t *testing.T) {
 	a.stop(syscall.SIGKILL)
 	waitElected(t, b, leaseDuration+3*retryPeriod+5*time.Second)
 	afterKill := time.Since(killed)
-	if limit := leaseDuration + 3*retryPeriod; afterKill > limit {
+	// The standby takes over at its first retry after the lease, counted from when it last
+	// saw a renewal, expires: after the lease duration less one leader renewal and one
+	// standby poll (at most 2.2 × retry period each, client-go's jitter), and before the
+	// lease duration plus those, with a second for a loaded machine.
+	poll := retryPeriod * 22 / 10
+	if early := leaseDuration - 2*poll; afterKill < early {
+		t.Errorf("handover after SIGKILL took %s: the standby took a lease still valid (want at least %s)", afterKill, early)
+	}
+	if limit := leaseDuration + 2*poll + time.Second; afterKill > limit {
 		t.Errorf("handover after SIGKILL took %s, want within the lease duration plus retry jitter (%s)", afterKill, limit)
 	}
 	holderB := leaseHolder(t, cl.c, ns)
