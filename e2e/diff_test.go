@@ -28,6 +28,7 @@ func TestDiffDriftLogs(t *testing.T) {
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-diff"
+	deleteNamespaceAfter(t, cl, ns)
 	files := universeFiles(t, ns)
 	sha, pushed := repo.push(t, "universe", files)
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)

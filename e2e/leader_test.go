@@ -45,6 +45,7 @@ func TestLeaderElection(t *testing.T) {
 	const ns = "e2e-leader"
 	ctx := context.Background()
 	ensureNamespace(t, cl.c, ns) // holds the Lease, so it must exist before any replica starts
+	deleteNamespaceAfter(t, cl, ns)
 	sha, pushed := repo.push(t, "universe", universeFiles(t, ns))
 	flags := []string{"--gitops-namespaces", ns,
 		"--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(), "--retry-period", retryPeriod.String()}
@@ -65,7 +66,7 @@ func TestLeaderElection(t *testing.T) {
 	waitFor(t, "the leader's drift line", 10*time.Second, func() (bool, string) {
 		return hasLine(a.logs(), "Reverted drift", "Deployment/"+ns+"/web", "kubectl-scale-1"), "not yet"
 	})
-	if hasLine(b.logs(), "elected leader") || hasLine(b.logs(), "Reverted drift") || hasLine(b.logs(), "Applied child") || hasLine(b.logs(), "Sweep complete") {
+	if hasLine(b.logs(), "elected leader") || hasLine(b.logs(), "Reverted drift") || hasLine(b.logs(), "Applied child") || hasLine(b.logs(), "Updated child") || hasLine(b.logs(), "Sweep complete") {
 		t.Fatalf("the standby wrote or was elected while the leader held the Lease:\n%s", b.logs())
 	}
 	if rep, err := b.report(); err != nil || rep.Revision != "" {

@@ -65,6 +65,7 @@ func TestAppliedEqualsRender(t *testing.T) {
 	ctx := context.Background()
 	for _, ns := range []string{"hanzo", "hanzo-dns"} {
 		ensureNamespace(t, cl.c, ns)
+		deleteNamespaceAfter(t, cl, ns)
 	}
 	files := map[string][]byte{}
 	for _, f := range renderFixtures {

@@ -24,6 +24,7 @@ import (
 func TestUpAppliesManifests(t *testing.T) {
 	cl := getCluster(t)
 	const ns = "e2e-up"
+	deleteNamespaceAfter(t, cl, ns) // later operators reconcile every namespace
 	dir := writeTree(t, universeFiles(t, ns))
 	objects := []string{"Namespace/" + ns, "Service/" + ns + "/web", "App/" + ns + "/worker", "SQL/" + ns + "/sql", "Ingress/" + ns + "/edge", "HanzoService/" + ns + "/api"}
 
