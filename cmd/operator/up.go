@@ -67,12 +67,6 @@ func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o reconcile.
 	if err != nil {
 		return err
 	}
-	if cfg.QPS == 0 && cfg.RateLimiter == nil {
-		// As the sweep does: no client-side limit (client-go's default of 5 per second
-		// makes the CRD bundle alone take half a minute); the apiserver's priority and
-		// fairness governs.
-		cfg.QPS = -1
-	}
 	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
