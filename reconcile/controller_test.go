@@ -97,6 +97,8 @@ func startKinds(t *testing.T, cfg *rest.Config) *syncBuffer {
 	log := zap.New(zap.WriteTo(logs), zap.JSONEncoder(), zap.Level(zapcore.DebugLevel))
 	ctrl.SetLogger(log)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		// as operator run: children read from the Owns caches
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		// SetupKinds runs more than once in this test binary; controller names repeat
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, Logger: log})
 	if err != nil {

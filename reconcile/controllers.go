@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -37,7 +38,13 @@ func init() {
 // watching the CR and owning its children. Kinds or child types the cluster does not
 // serve are logged and skipped, so a partial install still runs what it can.
 func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Logger) error {
-	applier := &Applier{Client: mgr.GetClient(), Manager: ManagerKinds, Concurrency: 4}
+	// Applies read the live object (ssa compares it with a dry-run): a direct client, while
+	// the reconcilers' own reads — children, pods — come from the manager's cache.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("create apply client: %w", err)
+	}
+	applier := &Applier{Client: direct, Manager: ManagerKinds, Concurrency: 4}
 	mapper := mgr.GetRESTMapper()
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
