@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -159,6 +160,19 @@ func TestDriftIsRevertedAndAttributed(t *testing.T) {
 	})
 	waitFor(t, "a git-sweep drift line naming kubectl-edit", 10*time.Second, func() (bool, string) {
 		return hasLine(op.logs(), "Reverted drift", "Service/"+ns+"/web", "kubectl-edit"), "not yet"
+	})
+	waitFor(t, "a DriftReverted event on the Service CR naming kubectl-edit", 10*time.Second, func() (bool, string) {
+		evs := &corev1.EventList{}
+		if err := cl.c.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "DriftReverted" && e.InvolvedObject.Kind == "Service" && e.InvolvedObject.Name == "web" &&
+				e.InvolvedObject.UID == cr.GetUID() && strings.Contains(e.Message, "kubectl-edit") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none matching", len(evs.Items))
 	})
 }
 

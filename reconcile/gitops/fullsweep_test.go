@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/source"
@@ -79,6 +80,8 @@ func TestFullSweepNeverRevealsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorder := events.NewFakeRecorder(100) // captures the Events' text, to grep it
+	sw.Recorder = recorder
 	mux := http.NewServeMux()
 	sw.Routes(mux, sw.Webhook(hook, opts, log))
 	srv := httptest.NewServer(mux)
@@ -168,6 +171,14 @@ func TestFullSweepNeverRevealsSecrets(t *testing.T) {
 			}
 		}
 	}
+	var recorded []string
+	for len(recorder.Events) > 0 {
+		recorded = append(recorded, <-recorder.Events)
+	}
+	if !strings.Contains(strings.Join(recorded, "\n"), EventApplyFailed) {
+		t.Errorf("no %s event for the object that failed: %q", EventApplyFailed, recorded)
+	}
+	texts = append(texts, recorded...)
 	for _, text := range texts {
 		for _, secret := range secrets {
 			if strings.Contains(text, secret) {

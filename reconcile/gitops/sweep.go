@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,6 +33,10 @@ import (
 // controller-runtime Runnable that runs only on the leader, and an
 // http.Handler for GET /gitops.
 type Sweeper struct {
+	// Recorder, when set, records Events on the objects whose drift a sweep reverted or
+	// that it could not apply.
+	Recorder events.EventRecorder
+
 	src      source.Source
 	scope    Scope
 	applier  *reconcile.Applier
@@ -180,6 +185,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 			files[reconcile.RefOf(it.Object)] = it.File
 		}
 		logReport(log, &r, files)
+		s.emitEvents(&r)
 	}
 	count(&r)
 	s.mu.Lock()

@@ -1,0 +1,56 @@
+package gitops
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openuniverse/operator/reconcile"
+)
+
+// Event reasons the sweep records on the objects it applies.
+const (
+	EventDriftReverted = "DriftReverted" // Warning: someone else had changed the object
+	EventApplyFailed   = "ApplyFailed"   // Warning: the apiserver refused the object
+)
+
+// emitEvents records a Kubernetes Event on each object whose drift the sweep reverted,
+// naming who had drifted it, and on each object it could not apply — what `kubectl
+// describe` and `kubectl get events` show next to the object. In-sync and created objects
+// get none, so an idle sweep still costs nothing. A nil Recorder records nothing.
+func (s *Sweeper) emitEvents(r *Report) {
+	if s.Recorder == nil {
+		return
+	}
+	items := make(map[reconcile.ObjRef]*item, len(s.items))
+	for _, it := range s.items {
+		items[reconcile.RefOf(it.Object)] = it
+	}
+	for _, res := range r.Results {
+		it, ok := items[res.Object]
+		if !ok {
+			continue
+		}
+		obj := it.Object
+		if live, _ := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); live != nil {
+			// the uid lets kubectl describe find the event
+			obj = obj.DeepCopy()
+			obj.SetUID(live.GetUID())
+		}
+		switch {
+		case res.Action == reconcile.Updated && len(res.DriftedBy) > 0:
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, "Apply",
+				"reverted to git revision %s (changed by %s)", short(r.Revision), strings.Join(res.DriftedBy, ", "))
+		case res.Action == reconcile.Failed || res.Action == reconcile.Denied:
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, "Apply",
+				"git revision %s not applied: %s", short(r.Revision), res.Message)
+		}
+	}
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
