@@ -24,6 +24,17 @@ func notImplemented(o owner, why string) error {
 // nothing is the builder of Kinds that materialize no cluster objects by design.
 func nothing[T Object](T, owner) ([]*unstructured.Unstructured, error) { return nil, nil }
 
+// loopLater is the builder of Kinds that materialize no cluster objects because a loop
+// outside the object graph acts for them, and that loop is not in this operator yet: the
+// CR stays Pending (NotImplemented) and says which loop, rather than reporting Ready while
+// nothing acts on it.
+func loopLater[T Object](loop string) func(T, owner) ([]*unstructured.Unstructured, error) {
+	return func(_ T, o owner) ([]*unstructured.Unstructured, error) {
+		return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonNotImplemented,
+			Message: fmt.Sprintf("%s %s/%s: nothing acts on it yet: %s is not part of this operator", o.Kind, o.Namespace, o.Name, loop)}
+	}
+}
+
 // MPC defaults (wire-contract §11).
 const (
 	defaultMPCP2PPort = 4000

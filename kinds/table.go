@@ -85,10 +85,10 @@ func Builtin() Registry {
 		entry(canon, "SolanaRuntime", chain, newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
-		entry(canon, "Static", uni, newOf[v1.Static], nothing[*v1.Static]),
-		entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], nothing[*v1.AgentDeployment]),
-		entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], nothing[*v1.ImageUpdate]),
-		entry(canon, "KMSSecret", kms, newOf[v1.KMSSecret], nothing[*v1.KMSSecret]),
+		entry(canon, "Static", uni, newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
+		entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], loopLater[*v1.AgentDeployment]("the agent binding loop (cloud and visor APIs)")),
+		entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], loopLater[*v1.ImageUpdate]("the registry-to-git image update loop")),
+		entry(canon, "KMSSecret", kms, newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.
 		entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {
