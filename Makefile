@@ -29,6 +29,9 @@ test-unit: ## Run the tests that need no apiserver (fast)
 e2e: controlplane build ## Run the end-to-end suite only
 	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
 
+bench: controlplane ## Sweep vs kubectl apply --server-side over 1000 CRs: ratios and request counts
+	$(GO_TEST) -run '^$$' -bench 'SweepVsKubectl|SweepRSS' -benchtime 1x ./reconcile/gitops/
+
 generate: ## Regenerate deepcopy code and CRD bundles
 	go generate ./kinds/...
 
@@ -51,4 +54,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build controlplane test test-unit e2e generate verify fmt vet demo cluster-up cluster-down
+.PHONY: help build controlplane test test-unit e2e bench generate verify fmt vet demo cluster-up cluster-down
