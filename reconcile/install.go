@@ -102,17 +102,30 @@ func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Uns
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	pending := map[string]bool{}
+	var names []string
 	for n, r := range results {
 		if r.Action != Failed && r.Action != Denied {
-			pending[crds[n].GetName()] = true
+			names = append(names, crds[n].GetName())
 		}
 	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return WaitEstablished(ctx, i.Client, names, 250*time.Millisecond)
+}
+
+// WaitEstablished polls the named CustomResourceDefinitions every interval until each is
+// Established (the apiserver serves its Kind), ctx ends, or a read fails. Its error names
+// the CRDs still pending.
+func WaitEstablished(ctx context.Context, c client.Reader, names []string, every time.Duration) error {
+	pending := map[string]bool{}
+	for _, n := range names {
+		pending[n] = true
+	}
+	err := wait.PollUntilContextCancel(ctx, every, true, func(ctx context.Context) (bool, error) {
 		for name := range pending {
 			crd := &unstructured.Unstructured{}
 			crd.SetGroupVersionKind(apiextensionsGVK)
-			if err := i.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 				return false, fmt.Errorf("get CRD %s: %w", name, err)
 			}
 			if established(crd) {
@@ -122,8 +135,7 @@ func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Uns
 		return len(pending) == 0, nil
 	})
 	if err != nil {
-		names := slices.Sorted(maps.Keys(pending))
-		return fmt.Errorf("wait for CRDs %v to be established: %w", names, err)
+		return fmt.Errorf("wait for CRDs %v to be established: %w", slices.Sorted(maps.Keys(pending)), err)
 	}
 	return nil
 }

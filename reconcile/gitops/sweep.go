@@ -430,30 +430,11 @@ func (s *Sweeper) observe(k key, m metav1.Object) {
 func (s *Sweeper) waitEstablished(ctx context.Context, crds []*item) {
 	ctx, cancel := context.WithTimeout(quiet(ctx), 30*time.Second)
 	defer cancel()
+	names := make([]string, 0, len(crds))
 	for _, it := range crds {
-		for ctx.Err() == nil {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(it.Object.GroupVersionKind())
-			if err := s.applier.Client.Get(ctx, client.ObjectKey{Name: it.key.Name}, u); err == nil && established(u) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
+		names = append(names, it.key.Name)
 	}
-}
-
-func established(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	_ = reconcile.WaitEstablished(ctx, s.applier.Client, names, 200*time.Millisecond) // see above
 }
 
 // quiet strips the logger from the context of apiserver calls: client-go
