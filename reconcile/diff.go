@@ -253,20 +253,10 @@ func diffYAML(obj *unstructured.Unstructured) (string, error) {
 	return string(out), err
 }
 
+// maskStringData masks a Secret's stringData only: ssa already replaced changed data values
+// with "*** (before)" / "*** (after)", which MaskSecret would flatten.
 func maskStringData(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	if obj == nil || obj.GetKind() != "Secret" || obj.GetAPIVersion() != "v1" {
-		return obj
-	}
-	m, ok := obj.Object["stringData"].(map[string]any)
-	if !ok {
-		return obj
-	}
-	obj = obj.DeepCopy()
-	m = obj.Object["stringData"].(map[string]any)
-	for k := range m {
-		m[k] = Mask
-	}
-	return obj
+	return maskSecretFields(obj, "stringData")
 }
 
 // DiffSummary counts the results of a diff.

@@ -210,11 +210,17 @@ func MarshalMasked(obj *unstructured.Unstructured) ([]byte, error) {
 // MaskSecret returns obj with every Secret data and stringData value replaced by Mask; any
 // other object is returned as is. obj is never modified.
 func MaskSecret(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return maskSecretFields(obj, "data", "stringData")
+}
+
+// maskSecretFields returns a copy of a Secret with every value of the given fields replaced
+// by Mask; any other object is returned as it is.
+func maskSecretFields(obj *unstructured.Unstructured, fields ...string) *unstructured.Unstructured {
 	if obj == nil || !ssautil.IsSecret(obj) {
 		return obj
 	}
 	masked := obj.DeepCopy()
-	for _, field := range []string{"data", "stringData"} {
+	for _, field := range fields {
 		m, ok := masked.Object[field].(map[string]any)
 		if !ok {
 			continue
