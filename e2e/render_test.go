@@ -33,8 +33,8 @@ var renderFixtures = []string{
 	"samples/hanzo_v1alpha1_hanzodns.yaml",
 }
 
-// fixturesDir holds the shared fixture CRs.
-const fixturesDir = "../../shared/fixtures/crs"
+// fixturesDir is the one copy of the fixture CRs, kept in the kinds package.
+const fixturesDir = "../kinds/testdata/fixtures/crs"
 
 // TestAppliedEqualsRender: for fixture CRs, the objects the Kind controllers applied are
 // the objects `operator render` prints for the same file (issue 5, "the objects the

@@ -15,8 +15,8 @@ import (
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-// fixtures is the shared fixture tree; /work/main and /work/shared are siblings.
-var fixtures = filepath.Join("..", "..", "shared", "fixtures")
+// fixtures is the fixture tree copied into this package (see its README.md).
+var fixtures = filepath.Join("testdata", "fixtures")
 
 // universes are the groups whose bundles are committed.
 var universes = []string{"hanzo.ai", "lux.cloud", "zoo.cloud", "osage.cloud"}

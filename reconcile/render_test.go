@@ -17,7 +17,8 @@ import (
 	"github.com/openuniverse/operator/source"
 )
 
-var fixtureCRs = filepath.Join("..", "..", "shared", "fixtures", "crs")
+// fixtureCRs is the one copy of the fixture CRs, kept in the kinds package.
+var fixtureCRs = filepath.Join("..", "kinds", "testdata", "fixtures", "crs")
 
 func renderer(group string) reconcile.Renderer {
 	return reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}
