@@ -54,8 +54,11 @@ type Observation struct {
 	Children []Child
 	// Workload reports the replicas of the main Deployment or StatefulSet, if the Kind has one.
 	Workload *Replicas
-	// PodProblem explains why pods are not ready (see PodProblem), or is empty.
+	// PodProblem explains why pods are not ready (Problem.Message of PodProblem), or is
+	// empty. It carries no counts, so a crash loop does not rewrite the conditions.
 	PodProblem string
+	// Restarts is the restart count of the container PodProblem names (Problem.Restarts).
+	Restarts int32
 	// Previous conditions, so that lastTransitionTime survives when a status does not flip.
 	Previous []metav1.Condition
 	Now      metav1.Time
@@ -71,6 +74,10 @@ type Status struct {
 	Conditions         []metav1.Condition
 	Message            string
 	ReadyReplicas      int32
+	// Restarts is the restart count of the container the message names while pods are
+	// stuck, 0 otherwise: the number that changes on every crash lives here, not in a
+	// condition message.
+	Restarts int32
 }
 
 // Summarize decides the status of a CR from one reconcile's observation. It is pure.
@@ -78,6 +85,9 @@ func Summarize(o Observation) Status {
 	s := Status{ObservedGeneration: o.Generation, Conditions: append([]metav1.Condition(nil), o.Previous...)}
 	if o.Workload != nil {
 		s.ReadyReplicas = o.Workload.Ready
+	}
+	if o.PodProblem != "" {
+		s.Restarts = o.Restarts
 	}
 	ready, reason, msg, stalled, reconciling := decide(o)
 	s.Message = msg
@@ -188,31 +198,45 @@ var waitingReasons = map[string]bool{
 	"CreateContainerConfigError": true, "InvalidImageName": true, "RunContainerError": true,
 }
 
+// Problem is why a workload's pods are not ready.
+type Problem struct {
+	// Message names the pod, the container and what it is stuck on; it holds no counter,
+	// so it stays the same while the container keeps crashing.
+	Message string
+	// Restarts is that container's restart count (status.restarts).
+	Restarts int32
+}
+
 // PodProblem names the first pod (by name) whose container is stuck, e.g.
-// "pod web-7d9f container web: CrashLoopBackOff (3 restarts)", or one that keeps
-// restarting between back-offs ("restarting, last exit code 1 (Error), 3 restarts"), or ""
-// when none is.
-func PodProblem(pods []corev1.Pod) string {
+// "pod web-7d9f container web: ImagePullBackOff", with that container's restart count; the
+// zero Problem when none is. A container that keeps exiting non-zero is crash-looping
+// whether the kubelet shows it waiting in back-off or briefly running between two
+// crashes: both read "CrashLoopBackOff, last exit code 1 (Error)", so the message stays
+// the same for the whole loop.
+func PodProblem(pods []corev1.Pod) Problem {
 	sorted := append([]corev1.Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && waitingReasons[w.Reason] {
-				return fmt.Sprintf("pod %s container %s: %s (%d restarts)", p.Name, cs.Name, w.Reason, cs.RestartCount)
-			}
-			if last := cs.LastTerminationState.Terminated; !cs.Ready && cs.RestartCount > 0 && last != nil && last.ExitCode != 0 {
-				return fmt.Sprintf("pod %s container %s: restarting, last exit code %d (%s), %d restarts", p.Name, cs.Name, last.ExitCode, last.Reason, cs.RestartCount)
+			last := cs.LastTerminationState.Terminated
+			crashed := !cs.Ready && cs.RestartCount > 0 && last != nil && last.ExitCode != 0
+			w := cs.State.Waiting
+			switch {
+			case crashed && (w == nil || w.Reason == "CrashLoopBackOff"):
+				return Problem{Message: fmt.Sprintf("pod %s container %s: CrashLoopBackOff, last exit code %d (%s)", p.Name, cs.Name, last.ExitCode, last.Reason), Restarts: cs.RestartCount}
+			case w != nil && waitingReasons[w.Reason]:
+				return Problem{Message: fmt.Sprintf("pod %s container %s: %s", p.Name, cs.Name, w.Reason), Restarts: cs.RestartCount}
 			}
 		}
 	}
-	return ""
+	return Problem{}
 }
 
 // Equal reports whether two statuses would write the same bytes; the shell patches only
 // when they differ.
 func Equal(a, b Status) bool {
 	if a.Phase != b.Phase || a.ObservedGeneration != b.ObservedGeneration || a.Message != b.Message ||
-		a.ReadyReplicas != b.ReadyReplicas || len(a.Conditions) != len(b.Conditions) {
+		a.ReadyReplicas != b.ReadyReplicas || a.Restarts != b.Restarts || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for i := range a.Conditions {

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func TestSummarize(t *testing.T) {
 		conds     map[string]cond
 		message   string
 		readyReps int32
+		restarts  int32
 	}{
 		"all children current and replicas ready": {
 			in:        Observation{Generation: 3, Children: current, Workload: &Replicas{Desired: 2, Ready: 2}},
@@ -56,12 +58,13 @@ func TestSummarize(t *testing.T) {
 			message: "Deployment/ns/web: Available: 0/2",
 		},
 		"crash loop is named in the message": {
-			in: Observation{Generation: 1, Workload: &Replicas{Desired: 2, Ready: 1}, PodProblem: "pod web-1 container web: CrashLoopBackOff (4 restarts)",
+			in: Observation{Generation: 1, Workload: &Replicas{Desired: 2, Ready: 1}, PodProblem: "pod web-1 container web: CrashLoopBackOff", Restarts: 4,
 				Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.InProgressStatus, Message: "Available: 1/2"}}},
 			phase:     v1.PhaseDegraded,
 			conds:     map[string]cond{"Ready": {"False", ReasonNotReady}, "Reconciling": {"True", ReasonNotReady}},
-			message:   "Deployment/ns/web: Available: 1/2; pod web-1 container web: CrashLoopBackOff (4 restarts)",
+			message:   "Deployment/ns/web: Available: 1/2; pod web-1 container web: CrashLoopBackOff",
 			readyReps: 1,
+			restarts:  4,
 		},
 		"a failed child stalls": {
 			in: Observation{Generation: 1, Workload: &Replicas{Desired: 1},
@@ -129,6 +132,14 @@ func TestSummarize(t *testing.T) {
 			if got.ReadyReplicas != tc.readyReps || got.ObservedGeneration != tc.in.Generation {
 				t.Errorf("readyReplicas/observedGeneration = %d/%d, want %d/%d", got.ReadyReplicas, got.ObservedGeneration, tc.readyReps, tc.in.Generation)
 			}
+			if got.Restarts != tc.restarts {
+				t.Errorf("restarts = %d, want %d", got.Restarts, tc.restarts)
+			}
+			for _, c := range got.Conditions {
+				if strings.Contains(c.Message, "restarts") {
+					t.Errorf("condition %s message carries a restart count: %q", c.Type, c.Message)
+				}
+			}
 		})
 	}
 }
@@ -169,27 +180,65 @@ func TestPodProblem(t *testing.T) {
 	}
 	cases := map[string]struct {
 		pods []corev1.Pod
-		want string
+		want Problem
 	}{
-		"none":               {want: ""},
-		"container creating": {pods: []corev1.Pod{waiting("a", "ContainerCreating", 0)}, want: ""},
-		"crash loop":         {pods: []corev1.Pod{waiting("b", "CrashLoopBackOff", 3)}, want: "pod b container app: CrashLoopBackOff (3 restarts)"},
-		"first by name wins": {pods: []corev1.Pod{waiting("z", "CrashLoopBackOff", 1), waiting("c", "ImagePullBackOff", 0)}, want: "pod c container app: ImagePullBackOff (0 restarts)"},
-		"restarting between back-offs": {pods: []corev1.Pod{func() corev1.Pod {
+		"none":               {want: Problem{}},
+		"container creating": {pods: []corev1.Pod{waiting("a", "ContainerCreating", 0)}, want: Problem{}},
+		"crash loop":         {pods: []corev1.Pod{waiting("b", "CrashLoopBackOff", 3)}, want: Problem{"pod b container app: CrashLoopBackOff", 3}},
+		"first by name wins": {pods: []corev1.Pod{waiting("z", "CrashLoopBackOff", 1), waiting("c", "ImagePullBackOff", 0)}, want: Problem{"pod c container app: ImagePullBackOff", 0}},
+		"running between back-offs": {pods: []corev1.Pod{func() corev1.Pod {
 			p := corev1.Pod{}
 			p.Name = "e"
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 5,
 				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}
 			return p
-		}()}, want: "pod e container app: restarting, last exit code 1 (Error), 5 restarts"},
-		"healthy pod is skipped": {pods: []corev1.Pod{{}, waiting("d", "ErrImagePull", 0)}, want: "pod d container app: ErrImagePull (0 restarts)"},
+		}()}, want: Problem{"pod e container app: CrashLoopBackOff, last exit code 1 (Error)", 5}},
+		"in back-off after a crash: the same message": {pods: []corev1.Pod{func() corev1.Pod {
+			p := waiting("e", "CrashLoopBackOff", 6)
+			p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+			return p
+		}()}, want: Problem{"pod e container app: CrashLoopBackOff, last exit code 1 (Error)", 6}},
+		"healthy pod is skipped": {pods: []corev1.Pod{{}, waiting("d", "ErrImagePull", 0)}, want: Problem{"pod d container app: ErrImagePull", 0}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := PodProblem(tc.pods); got != tc.want {
-				t.Errorf("PodProblem = %q, want %q", got, tc.want)
+				t.Errorf("PodProblem = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCrashLoopKeepsConditions: a container that restarts again changes status.restarts
+// only; the conditions (and the message) stay byte-identical, so a crash loop does not
+// rewrite them on every requeue.
+func TestCrashLoopKeepsConditions(t *testing.T) {
+	pod := func(restarts int32) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name = "web-1"
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+		return p
+	}
+	observe := func(restarts int32, previous []metav1.Condition, now metav1.Time) Status {
+		p := PodProblem([]corev1.Pod{pod(restarts)})
+		return Summarize(Observation{Generation: 1, Workload: &Replicas{Desired: 1}, PodProblem: p.Message, Restarts: p.Restarts,
+			Children: []Child{{Ref: "Deployment/ns/web", Status: kstatus.InProgressStatus, Message: "Available: 0/1"}},
+			Previous: previous, Now: now})
+	}
+	first := observe(3, nil, t0)
+	second := observe(4, first.Conditions, t1)
+	if diff := cmp.Diff(first.Conditions, second.Conditions); diff != "" {
+		t.Errorf("conditions changed with the restart count (-first +second):\n%s", diff)
+	}
+	if first.Message != second.Message {
+		t.Errorf("message changed with the restart count: %q then %q", first.Message, second.Message)
+	}
+	if first.Restarts != 3 || second.Restarts != 4 {
+		t.Errorf("restarts = %d then %d, want 3 then 4", first.Restarts, second.Restarts)
+	}
+	if Equal(first, second) {
+		t.Error("Equal ignores the restart count; the new count would never be written")
 	}
 }

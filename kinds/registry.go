@@ -56,6 +56,20 @@ type Entry struct {
 	// Owns lists the GVKs of the children Build can emit. The universe-relative ones (the
 	// KMSSecret child) are written in the placeholder group; read them with OwnedGVKs.
 	Owns []schema.GroupVersionKind
+	// Workloads are the kinds the main workload can have (the child whose replicas the CR's
+	// status reports and whose pods explain why it is not ready): the first built child of
+	// one of these kinds is it. Empty for a Kind that runs no pods itself.
+	Workloads []schema.GroupKind
+}
+
+// IsWorkload reports whether a child of kind gk is the main workload of this Kind.
+func (e Entry) IsWorkload(gk schema.GroupKind) bool {
+	for _, w := range e.Workloads {
+		if w == gk {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupVersionKind returns the GVK the Kind is served at in universe group.

@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -155,7 +156,7 @@ func unspecifiedNode[T Object](_ T, o owner) (built, error) {
 // entry adapts a typed builder to an Entry: it checks the CR's type and derives the owner
 // (apiVersion and Kind of the CR as served, its name, namespace and uid) from the Context.
 func entry[T Object](p Placement, kind string, fam Family, newT func() T, build func(T, owner) (built, error), owns ...schema.GroupVersionKind) Entry {
-	e := Entry{Kind: kind, Family: fam, Placement: p, New: func() Object { return newT() }, Owns: owns}
+	e := Entry{Kind: kind, Family: fam, Placement: p, New: func() Object { return newT() }, Owns: owns, Workloads: workloadsOf(owns)}
 	e.Build = func(cr Object, c Context) (built, error) {
 		if err := c.validate(); err != nil {
 			return nil, err
@@ -176,6 +177,17 @@ func entry[T Object](p Placement, kind string, fam Family, newT func() T, build 
 		return build(t, o)
 	}
 	return e
+}
+
+// workloadsOf returns the kinds among owns that can run the main workload, in owns' order.
+func workloadsOf(owns []schema.GroupVersionKind) []schema.GroupKind {
+	var out []schema.GroupKind
+	for _, gvk := range owns {
+		if slices.Contains(workloadKinds, gvk.GroupKind()) && !slices.Contains(out, gvk.GroupKind()) {
+			out = append(out, gvk.GroupKind())
+		}
+	}
+	return out
 }
 
 func newRegistry(entries ...Entry) Registry {

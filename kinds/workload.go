@@ -47,6 +47,9 @@ var (
 	deploymentSvcOwns = []schema.GroupVersionKind{gvkDeployment, gvkService}
 	appOwns           = append(slices.Clone(serviceOwns), gvkStatefulSet)
 	gatewayOwns       = []schema.GroupVersionKind{gvkConfigMap, gvkDeployment, gvkService, gvkIngress}
+	// workloadKinds are the owned kinds that run a Kind's pods: an Entry's Workloads are
+	// those of its Owns.
+	workloadKinds = []schema.GroupKind{gvkDeployment.GroupKind(), gvkStatefulSet.GroupKind()}
 )
 
 // imageRef is repository[:tag].

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,14 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-)
-
-// Field managers of the operator's layers.
-const (
-	// ManagerKinds applies the children each Kind builds.
-	ManagerKinds = "universe-operator"
-	// ManagerGitOps applies the custom resources read from git.
-	ManagerGitOps = "universe-operator-gitops"
 )
 
 // Action is what an apply did to one object.
@@ -162,21 +153,6 @@ func isDryRun(opts []client.PatchOption) bool {
 	po := &client.PatchOptions{}
 	po.ApplyOptions(opts)
 	return len(po.DryRun) > 0
-}
-
-// failure classifies an apply error: a 403 is Denied with the grant it lacked, anything
-// else Failed.
-func failure(ref ObjRef, err error) Result {
-	if apierrors.IsForbidden(err) {
-		return Result{Object: ref, Action: Denied, Err: err, Message: MissingGrant(ref, "patch")}
-	}
-	return Result{Object: ref, Action: Failed, Err: err, Message: err.Error()}
-}
-
-// Terminal reports whether an apply error cannot be fixed by retrying: the apiserver found
-// the object invalid or the request malformed. The spec that built it must change.
-func Terminal(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 // MissingGrant describes the RBAC rule the operator needs to verb ref.

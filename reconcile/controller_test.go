@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions/check"
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
@@ -229,15 +231,53 @@ func TestKindController(t *testing.T) {
 	})
 
 	t.Run("crash loop keeps the CR not Ready with a clear message", func(t *testing.T) {
+		var first metav1.Condition
+		var restarts int64
 		poll(ctx, t, "crashy reports CrashLoopBackOff", func() (bool, string) {
 			cr, err := get(ctx, c, gvkService, "crashy")
 			if err != nil {
 				return false, err.Error()
 			}
 			cond, _ := readyCondition(cr)
-			crashing := strings.Contains(cond.Message, "CrashLoopBackOff") || strings.Contains(cond.Message, "restarting, last exit code 1")
-			return cond.Status == metav1.ConditionFalse && crashing, cond.Message
+			crashing := strings.Contains(cond.Message, "CrashLoopBackOff, last exit code 1")
+			restarts, _, _ = unstructured.NestedInt64(cr.Object, "status", "restarts")
+			first = cond
+			return cond.Status == metav1.ConditionFalse && crashing && restarts > 0, fmt.Sprintf("%s (restarts %d)", cond.Message, restarts)
 		})
+		checkConditions(ctx, t, c, gvkService, "crashy")
+		// the count rises in status.restarts; the condition stays as it was
+		poll(ctx, t, "crashy's restart count rises", func() (bool, string) {
+			cr, err := get(ctx, c, gvkService, "crashy")
+			if err != nil {
+				return false, err.Error()
+			}
+			now, _, _ := unstructured.NestedInt64(cr.Object, "status", "restarts")
+			cond, _ := readyCondition(cr)
+			if now > restarts && (cond.Message != first.Message || !cond.LastTransitionTime.Equal(&first.LastTransitionTime)) {
+				t.Fatalf("the Ready condition changed with the restart count (%d -> %d): %+v, was %+v", restarts, now, cond, first)
+			}
+			return now > restarts, fmt.Sprintf("restarts %d", now)
+		})
+	})
+
+	t.Run("status is the status manager's, conditions pass the kstatus checker", func(t *testing.T) {
+		checkConditions(ctx, t, c, gvkService, "web")
+		cr, err := get(ctx, c, gvkService, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, mf := range cr.GetManagedFields() {
+			if mf.Manager == reconcile.ManagerStatus {
+				found = true
+				if mf.Subresource != "status" || mf.Operation != metav1.ManagedFieldsOperationApply {
+					t.Errorf("%s writes %q by %s, want the status subresource by Apply", mf.Manager, mf.Subresource, mf.Operation)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no managedFields entry for %s: %+v", reconcile.ManagerStatus, cr.GetManagedFields())
+		}
 	})
 
 	t.Run("out-of-band edit is reverted and attributed", func(t *testing.T) {
@@ -308,6 +348,44 @@ func TestKindController(t *testing.T) {
 			t.Errorf("the CR's Deployment was deleted: %v", err)
 		}
 	})
+}
+
+// withConditions lets Flux's kstatus checker read the conditions of an unstructured CR.
+type withConditions struct{ *unstructured.Unstructured }
+
+func (w withConditions) GetConditions() []metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
+	var out []metav1.Condition
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w withConditions) SetConditions([]metav1.Condition) { panic("read only") }
+
+// checkConditions runs fluxcd/pkg/runtime/conditions/check on the CR as it is now: Ready
+// always present, Reconciling and Stalled abnormal-true and never both, Ready False while
+// either is True, observed generations consistent.
+func checkConditions(ctx context.Context, t *testing.T, c client.Client, gvk schema.GroupVersionKind, name string) {
+	t.Helper()
+	cr, err := get(ctx, c, gvk, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := check.NewChecker(c, &check.Conditions{NegativePolarity: []string{drive.ConditionReconciling, drive.ConditionStalled}})
+	checker.DisableFetch = true
+	fail, warn := checker.Check(ctx, withConditions{cr})
+	if fail != nil {
+		t.Errorf("%s %s: kstatus check failed: %v", gvk.Kind, name, fail)
+	}
+	if warn != nil {
+		t.Errorf("%s %s: kstatus check warns: %v", gvk.Kind, name, warn)
+	}
 }
 
 func poll(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {

@@ -70,7 +70,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			Applier:  applier,
 			Entry:    e,
 			Context:  kinds.Context{APIGroup: group},
-			Recorder: mgr.GetEventRecorder("universe-operator"),
+			Recorder: mgr.GetEventRecorder(RecorderKinds),
 			Now:      time.Now,
 		}
 		b := ctrl.NewControllerManagedBy(mgr).

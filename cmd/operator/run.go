@@ -195,7 +195,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return err
 	}
-	sweeper.Recorder = mgr.GetEventRecorder("universe-operator-gitops")
+	sweeper.Recorder = mgr.GetEventRecorder(reconcile.RecorderGitOps)
 	var secret *source.TokenFile
 	if o.GitOps.WebhookSecretFile != "" {
 		if secret, err = source.OpenTokenFile(o.GitOps.WebhookSecretFile); err != nil {

@@ -30,6 +30,10 @@ type Status struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Restarts is the restart count of the container the message names while pods are stuck
+	// (kept out of the message, so a crash loop does not rewrite the conditions).
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
 }
 
 // ServiceStatus is the status of the Service-shaped Kinds and App.

@@ -8,10 +8,11 @@ import (
 	"github.com/openuniverse/operator/reconcile"
 )
 
-// Event reasons the sweep records on the objects it applies.
+// Event reasons the sweep records on the objects it applies (declared with the others in
+// reconcile/names.go).
 const (
-	EventDriftReverted = "DriftReverted" // Warning: someone else had changed the object
-	EventApplyFailed   = "ApplyFailed"   // Warning: the apiserver refused the object
+	EventDriftReverted = reconcile.EventDriftReverted // Warning: someone else had changed the object
+	EventApplyFailed   = reconcile.EventApplyFailed   // Warning: the apiserver refused the object
 )
 
 // emitEvents records a Kubernetes Event on each object whose drift the sweep reverted,
@@ -39,10 +40,10 @@ func (s *Sweeper) emitEvents(r *Report) {
 		}
 		switch {
 		case res.Action == reconcile.Updated && len(res.DriftedBy) > 0:
-			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, "Apply",
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, reconcile.ActionApply,
 				"reverted to git revision %s (changed by %s)", short(r.Revision), strings.Join(res.DriftedBy, ", "))
 		case res.Action == reconcile.Failed || res.Action == reconcile.Denied:
-			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, "Apply",
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, reconcile.ActionApply,
 				"git revision %s not applied: %s", short(r.Revision), res.Message)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/openuniverse/operator/reconcile"
 )
 
 // RequestedAt is the annotation a standby replica sets to hand a webhook to the leader.
@@ -30,7 +32,7 @@ type Relay struct {
 	Now       func() time.Time
 }
 
-const relayManager = "universe-operator-webhook"
+const relayManager = reconcile.ManagerWebhook
 
 // Record stamps the request; one server-side apply.
 func (r *Relay) Record(ctx context.Context) error {

@@ -1,0 +1,115 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+// ownedConditions are the condition types the Kind controllers write. Others (an upgrade's,
+// a user tool's) are left to their own field managers.
+var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled}
+
+// readStatus extracts the shared status fields of any Kind.
+func readStatus(cr kinds.Object) (drive.Status, error) {
+	raw, err := json.Marshal(cr)
+	if err != nil {
+		return drive.Status{}, err
+	}
+	var s struct {
+		Status struct {
+			v1.Status     `json:",inline"`
+			ReadyReplicas int32 `json:"readyReplicas"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return drive.Status{}, fmt.Errorf("read status of %s: %w", klog.KObj(cr), err)
+	}
+	return drive.Status{Phase: s.Status.Phase, ObservedGeneration: s.Status.ObservedGeneration,
+		Conditions: s.Status.Conditions, Message: s.Status.Message, ReadyReplicas: s.Status.ReadyReplicas,
+		Restarts: s.Status.Restarts}, nil
+}
+
+// statusPatch is the status as the Kind controllers apply it: only the fields and
+// conditions they own, at the resourceVersion the status was computed from.
+func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status) (*unstructured.Unstructured, error) {
+	var owned []metav1.Condition
+	for _, c := range st.Conditions {
+		if slices.Contains(ownedConditions, c.Type) {
+			owned = append(owned, c)
+		}
+	}
+	body := struct {
+		Phase              v1.Phase           `json:"phase,omitempty"`
+		ObservedGeneration int64              `json:"observedGeneration"`
+		Conditions         []metav1.Condition `json:"conditions"`
+		Message            string             `json:"message,omitempty"`
+		ReadyReplicas      int32              `json:"readyReplicas"`
+		Restarts           int32              `json:"restarts,omitempty"`
+	}{st.Phase, st.ObservedGeneration, owned, st.Message, st.ReadyReplicas, st.Restarts}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	var status map[string]any
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetAPIVersion(metav1.GroupVersion{Group: gvk.Group, Version: gvk.Version}.String())
+	u.SetKind(gvk.Kind)
+	u.SetNamespace(cr.GetNamespace())
+	u.SetName(cr.GetName())
+	// the precondition: a status computed from an older CR (a stale ex-leader's) is refused
+	u.SetResourceVersion(cr.GetResourceVersion())
+	return u, nil
+}
+
+// writeStatus applies the status subresource once, under ManagerStatus, only when the
+// summary changed; an event marks a change of the Ready condition. A conflict means the CR
+// changed since it was read: that change brings the next reconcile, so it is not an error.
+func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status) error {
+	if drive.Equal(previous, next) {
+		return nil
+	}
+	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
+	patch, err := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next)
+	if err != nil {
+		return TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), err))
+	}
+	//nolint:staticcheck // client.Apply on an unstructured status patch: the typed Apply needs an apply configuration per Kind
+	err = r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(ManagerStatus), client.ForceOwnership)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // deleted meanwhile
+	case apierrors.IsConflict(err):
+		logr.FromContextOrDiscard(ctx).V(1).Info("Status not written, the CR changed since it was read; its change reconciles again", "resourceVersion", cr.GetResourceVersion())
+		return nil
+	case err != nil:
+		return fmt.Errorf("write status of %s: %w", klog.KObj(cr), err)
+	}
+	before := meta.FindStatusCondition(previous.Conditions, drive.ConditionReady)
+	after := meta.FindStatusCondition(next.Conditions, drive.ConditionReady)
+	if r.Recorder != nil && after != nil && (before == nil || before.Status != after.Status || before.Reason != after.Reason) {
+		typ := corev1.EventTypeNormal
+		if after.Status != metav1.ConditionTrue {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(cr, nil, typ, after.Reason, ActionReconcile, "%s", after.Message)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+// TestStatusWrite: on a real apiserver, the status is applied under ManagerStatus at the
+// resourceVersion it was computed from, so a writer holding an older CR (a stale
+// ex-leader) is refused; conditions of another manager survive; a field the summary no
+// longer sets is removed.
+func TestStatusWrite(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	const group = "status-write.example"
+	crds, err := kinds.CRDs(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc []*apiextensionsv1.CustomResourceDefinition
+	for i := range crds {
+		if crds[i].Name == "services."+group {
+			svc = append(svc, &crds[i])
+		}
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: svc}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "Service"}]
+	gvk := e.GroupVersionKind(group)
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(gvk)
+	cr.SetNamespace("default")
+	cr.SetName("web")
+	if err := unstructured.SetNestedField(cr.Object, "ghcr.io/example/web", "spec", "image", "repository"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	stale := cr.DeepCopy()
+
+	r := &KindReconciler{Client: c, Entry: e, Context: kinds.Context{APIGroup: group}}
+	now := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	crashing := drive.Status{Phase: v1.PhaseCreating, ObservedGeneration: 1, Message: "pod web-1 container web: CrashLoopBackOff", Restarts: 3,
+		Conditions: []metav1.Condition{
+			{Type: drive.ConditionReady, Status: metav1.ConditionFalse, Reason: drive.ReasonNotReady, Message: "m", ObservedGeneration: 1, LastTransitionTime: now},
+			{Type: drive.ConditionReconciling, Status: metav1.ConditionTrue, Reason: drive.ReasonNotReady, Message: "m", ObservedGeneration: 1, LastTransitionTime: now},
+		}}
+	if err := r.writeStatus(ctx, cr, drive.Status{}, crashing); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedInt64(cr.Object, "status", "restarts"); got != 3 {
+		t.Errorf("status.restarts = %d, want 3", got)
+	}
+
+	// another manager's condition, applied by that manager alone
+	other := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Upgrading", "status": "True", "reason": "Rolling", "message": "m", "lastTransitionTime": now.UTC().Format(time.RFC3339)},
+	}}}}
+	other.SetGroupVersionKind(gvk)
+	other.SetNamespace("default")
+	other.SetName("web")
+	//nolint:staticcheck // the apply patch type, as writeStatus uses it
+	if err := c.Status().Patch(ctx, other, client.Apply, client.FieldOwner("upgrade-test")); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a stale writer is refused", func(t *testing.T) {
+		patch, err := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, stale, crashing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		//nolint:staticcheck // as writeStatus
+		err = c.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(ManagerStatus), client.ForceOwnership)
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("apply at the creation resourceVersion: %v, want a conflict", err)
+		}
+		if err := r.writeStatus(ctx, stale, drive.Status{}, crashing); err != nil {
+			t.Errorf("writeStatus on a conflict = %v, want nil (the change reconciles again)", err)
+		}
+	})
+
+	t.Run("ready: restarts removed, the other manager's condition kept", func(t *testing.T) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			t.Fatal(err)
+		}
+		ready := drive.Status{Phase: v1.PhaseRunning, ObservedGeneration: 1, Message: "1/1 replicas ready", ReadyReplicas: 1,
+			Conditions: []metav1.Condition{{Type: drive.ConditionReady, Status: metav1.ConditionTrue, Reason: drive.ReasonAvailable, Message: "1/1 replicas ready", ObservedGeneration: 1, LastTransitionTime: now}}}
+		if err := r.writeStatus(ctx, cr, crashing, ready); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := unstructured.NestedInt64(cr.Object, "status", "restarts"); found {
+			t.Error("status.restarts still set after the pods recovered")
+		}
+		types := map[string]string{}
+		conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]any)
+			types[m["type"].(string)] = m["status"].(string)
+		}
+		want := map[string]string{drive.ConditionReady: "True", "Upgrading": "True"}
+		if len(types) != len(want) || types[drive.ConditionReady] != "True" || types["Upgrading"] != "True" {
+			t.Errorf("conditions = %v, want %v (Reconciling dropped, Upgrading kept)", types, want)
+		}
+	})
+}
