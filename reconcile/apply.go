@@ -119,7 +119,7 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 			return err
 		},
 	})
-	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: a.Manager, Group: "openuniverse.dev"})
+	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: a.Manager, Group: FieldOwnerGroup})
 	entry, err := rm.Apply(ctx, obj.DeepCopy(), ssa.DefaultApplyOptions())
 	if err != nil {
 		return failure(ref, err)

@@ -65,6 +65,17 @@ func read(t *testing.T, s string) []*unstructured.Unstructured {
 	return objs
 }
 
+// failures lists the results that did not apply, with their messages.
+func failures(rs []reconcile.Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+			out = append(out, r.Object.String()+": "+r.Message)
+		}
+	}
+	return out
+}
+
 func summary(rs []reconcile.Result) map[string]reconcile.Result {
 	m := map[string]reconcile.Result{}
 	for _, r := range rs {

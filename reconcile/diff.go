@@ -145,7 +145,7 @@ func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, fr
 			return created(obj, from, manager)
 		}
 	}
-	rm := ssa.NewResourceManager(d.Client, nil, ssa.Owner{Field: manager, Group: fieldOwnerGroup})
+	rm := ssa.NewResourceManager(d.Client, nil, ssa.Owner{Field: manager, Group: FieldOwnerGroup})
 	entry, liveObj, merged, err := rm.Diff(ctx, obj.DeepCopy(), ssa.DefaultDiffOptions())
 	if err != nil {
 		return fail(fmt.Errorf("%s: dry-run %s: %w", from, ref, err))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -96,14 +98,22 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	crds, err := reconcile.CRDObjects(kinds.DefaultAPIGroup)
+	crds, err := install.CRDObjects(kinds.DefaultAPIGroup)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, crds)); len(f) > 0 {
 		t.Fatalf("install CRDs:\n%s", strings.Join(f, "\n"))
 	}
-	waitEstablished(t, c, crds)
+	names := make([]string, len(crds))
+	for i, crd := range crds {
+		names[i] = crd.GetName()
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := reconcile.WaitEstablished(wctx, c, names, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
 
 	objs := diffInput(t)
 	d := &reconcile.Differ{Client: c, Renderer: renderer(kinds.DefaultAPIGroup)}

@@ -10,10 +10,15 @@ const (
 	// ManagerStatus writes the status of the CRs (server-side apply of the status
 	// subresource), apart from the spec managers.
 	ManagerStatus = "universe-operator-status"
+	// ManagerInstall applies what `operator install` installs.
+	ManagerInstall = "universe-operator-install"
 	// ManagerWebhook writes the ConfigMap through which a standby hands a push webhook to
 	// the leader.
 	ManagerWebhook = "universe-operator-webhook"
 )
+
+// FieldOwnerGroup is the group fluxcd/pkg/ssa records as the owner of what it applies.
+const FieldOwnerGroup = "openuniverse.dev"
 
 // Event recorders: the reportingController of the Events each loop records.
 const (

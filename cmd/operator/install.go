@@ -8,6 +8,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/install"
 )
 
 // defaultImage is the operator image of this build.
@@ -16,7 +17,7 @@ func defaultImage() string { return "ghcr.io/openuniverse/operator:" + version }
 // newInstallCommand returns `operator install`, which server-side applies the CRD bundle
 // and the operator's Deployment with its RBAC.
 func newInstallCommand() *cobra.Command {
-	o := reconcile.InstallOptions{}
+	o := install.InstallOptions{}
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "install",
@@ -35,7 +36,7 @@ func newInstallCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("create client: %w", err)
 			}
-			rs, err := reconcile.Installer{Client: c, Registry: kinds.Builtin()}.Install(cmd.Context(), o)
+			rs, err := install.Installer{Client: c, Registry: kinds.Builtin()}.Install(cmd.Context(), o)
 			failed := 0
 			for _, r := range rs {
 				line := fmt.Sprintf("%s %s", r.Object, r.Action)

@@ -28,6 +28,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
 	"github.com/openuniverse/operator/source/github"
@@ -217,7 +218,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		if err != nil {
 			return err
 		}
-		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: reconcile.WebhookRelay, Now: time.Now}
+		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now}
 		var leading atomic.Bool
 		go func() { <-mgr.Elected(); leading.Store(true) }()
 		wh.Leader, wh.Relay = leading.Load, relay

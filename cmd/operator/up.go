@@ -16,13 +16,14 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
 )
 
 // newUpCommand returns `operator up`: install, then apply a directory of manifests through
 // the git sweep's apply path, as if it were the universe repository.
 func newUpCommand() *cobra.Command {
-	o := reconcile.InstallOptions{}
+	o := install.InstallOptions{}
 	g := gitops.DefaultOptions()
 	var kubeconfig, manifests string
 	cmd := &cobra.Command{
@@ -54,7 +55,7 @@ func newUpCommand() *cobra.Command {
 	return cmd
 }
 
-func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o reconcile.InstallOptions, g gitops.Options) error {
+func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o install.InstallOptions, g gitops.Options) error {
 	src, err := newDirSource(dir)
 	if err != nil {
 		return err
@@ -71,7 +72,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o reconcile.
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	rs, err := reconcile.Installer{Client: c, Registry: kinds.Builtin()}.Install(ctx, o)
+	rs, err := install.Installer{Client: c, Registry: kinds.Builtin()}.Install(ctx, o)
 	for _, r := range rs {
 		fmt.Fprintf(out, "install %s %s%s\n", r.Object, r.Action, failureMessage(r))
 		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {

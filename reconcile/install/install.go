@@ -1,9 +1,11 @@
-package reconcile
+// Package install generates and applies what `operator install` installs: the CRD bundle of
+// a universe, the operator's least-privilege RBAC (derived from the Registry) and its
+// Deployment.
+package install
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -18,15 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile"
 )
-
-// ManagerInstall applies what `operator install` installs.
-const ManagerInstall = "universe-operator-install"
 
 // The operator's own objects.
 const (
@@ -44,9 +43,6 @@ const (
 	MetricsPort = 8080
 )
 
-// fieldOwnerGroup is the group ssa records on the objects it applies (see Applier).
-const fieldOwnerGroup = "openuniverse.dev"
-
 // InstallOptions is what `operator install` installs.
 type InstallOptions struct {
 	// APIGroup is the universe group whose CRD bundle is installed.
@@ -60,7 +56,7 @@ type InstallOptions struct {
 }
 
 // Installer server-side applies the CRD bundle and the operator's Deployment with its
-// least-privilege RBAC, under ManagerInstall. It is idempotent: a second run is all InSync.
+// least-privilege RBAC, under reconcile.ManagerInstall. It is idempotent: a second run is all InSync.
 type Installer struct {
 	Client   client.WithWatch
 	Registry kinds.Registry
@@ -73,12 +69,12 @@ type Installer struct {
 // then the Deployment. It returns one Result per
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
-func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, error) {
+func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.Result, error) {
 	crds, err := CRDObjects(o.APIGroup)
 	if err != nil {
 		return nil, err
 	}
-	a := &Applier{Client: i.Client, Manager: ManagerInstall}
+	a := &reconcile.Applier{Client: i.Client, Manager: reconcile.ManagerInstall}
 	results := a.Apply(ctx, crds)
 	if err := i.waitEstablished(ctx, crds, results); err != nil {
 		return results, err
@@ -97,57 +93,20 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]Result, err
 }
 
 // waitEstablished polls the CRDs that applied until each is Established.
-func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured, results []Result) error {
+func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured, results []reconcile.Result) error {
 	timeout := i.EstablishTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	var names []string
 	for n, r := range results {
-		if r.Action != Failed && r.Action != Denied {
+		if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
 			names = append(names, crds[n].GetName())
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return WaitEstablished(ctx, i.Client, names, 250*time.Millisecond)
-}
-
-// WaitEstablished polls the named CustomResourceDefinitions every interval until each is
-// Established (the apiserver serves its Kind), ctx ends, or a read fails. Its error names
-// the CRDs still pending.
-func WaitEstablished(ctx context.Context, c client.Reader, names []string, every time.Duration) error {
-	pending := map[string]bool{}
-	for _, n := range names {
-		pending[n] = true
-	}
-	err := wait.PollUntilContextCancel(ctx, every, true, func(ctx context.Context) (bool, error) {
-		for name := range pending {
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(apiextensionsGVK)
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return false, fmt.Errorf("get CRD %s: %w", name, err)
-			}
-			if established(crd) {
-				delete(pending, name)
-			}
-		}
-		return len(pending) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for CRDs %v to be established: %w", slices.Sorted(maps.Keys(pending)), err)
-	}
-	return nil
-}
-
-func established(crd *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	return reconcile.WaitEstablished(ctx, i.Client, names, 250*time.Millisecond)
 }
 
 // CRDObjects returns the CRD bundle of group as objects to apply.
@@ -401,7 +360,7 @@ func operatorLabels() map[string]string {
 	return map[string]string{
 		kinds.LabelName:      OperatorName,
 		kinds.LabelInstance:  OperatorName,
-		kinds.LabelManagedBy: ManagerInstall,
+		kinds.LabelManagedBy: reconcile.ManagerInstall,
 	}
 }
 

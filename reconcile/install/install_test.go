@@ -1,4 +1,4 @@
-package reconcile_test
+package install_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/install"
 )
 
 // waitEstablished waits until every CRD of objs is Established.
@@ -92,8 +93,8 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	inst := reconcile.Installer{Client: c, Registry: kinds.Builtin()}
-	o := reconcile.InstallOptions{APIGroup: "zoo.cloud", Namespace: "install-test", Image: "registry.example/operator:test"}
+	inst := install.Installer{Client: c, Registry: kinds.Builtin()}
+	o := install.InstallOptions{APIGroup: "zoo.cloud", Namespace: "install-test", Image: "registry.example/operator:test"}
 
 	first, err := inst.Install(ctx, o)
 	if err != nil {
@@ -125,7 +126,7 @@ func TestInstall(t *testing.T) {
 		}
 	}
 
-	crdsOnly, err := inst.Install(ctx, reconcile.InstallOptions{APIGroup: o.APIGroup, CRDsOnly: true})
+	crdsOnly, err := inst.Install(ctx, install.InstallOptions{APIGroup: o.APIGroup, CRDsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestInstall(t *testing.T) {
 	dep := &unstructured.Unstructured{}
 	dep.SetAPIVersion("apps/v1")
 	dep.SetKind("Deployment")
-	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: reconcile.OperatorName}, dep); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: install.OperatorName}, dep); err != nil {
 		t.Fatal(err)
 	}
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
@@ -156,19 +157,19 @@ func TestInstalledRoleSuffices(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	o := reconcile.InstallOptions{APIGroup: "osage.cloud", Namespace: "rbac-test", Image: "registry.example/operator:test"}
-	rs, err := reconcile.Installer{Client: admin, Registry: kinds.Builtin()}.Install(ctx, o)
+	o := install.InstallOptions{APIGroup: "osage.cloud", Namespace: "rbac-test", Image: "registry.example/operator:test"}
+	rs, err := install.Installer{Client: admin, Registry: kinds.Builtin()}.Install(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f := failures(rs); len(f) > 0 {
 		t.Fatalf("install failed:\n%s", strings.Join(f, "\n"))
 	}
-	crds, _ := reconcile.CRDObjects(o.APIGroup)
+	crds, _ := install.CRDObjects(o.APIGroup)
 	waitEstablished(t, admin, crds)
 
 	saCfg := rest.CopyConfig(cfg)
-	saCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + o.Namespace + ":" + reconcile.OperatorName}
+	saCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + o.Namespace + ":" + install.OperatorName}
 	sa, err := client.NewWithWatch(saCfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ spec: {holderIdentity: me}
 // resource, no delete on any CR group, no wildcard.
 func TestClusterRole(t *testing.T) {
 	mapper := testrestmapper.TestOnlyStaticRESTMapper(clientgoscheme.Scheme)
-	role, err := reconcile.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
+	role, err := install.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestClusterRole(t *testing.T) {
 			}
 		}
 	}
-	again, err := reconcile.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
+	again, err := install.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
 	if err != nil {
 		t.Fatal(err)
 	}
