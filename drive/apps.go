@@ -1,0 +1,384 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// ManagerDrive is the field manager of the CR's spec.image.tag when drive writes it.
+const ManagerDrive = "universe-operator-drive"
+
+// Event reasons the apps loop records on the CR it drives.
+const (
+	EventDriveIntended       = "DriveIntended"       // Normal: dry-run, or not allow-listed
+	EventDriven              = "Driven"              // Normal: written and rolled out
+	EventDriveRolloutPending = "DriveRolloutPending" // Warning: written, not rolled out in time
+	EventDriveFailed         = "DriveFailed"         // Warning: the write failed
+)
+
+var (
+	metricPolls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_drive_polls_total",
+		Help: "Polls of the platform apps table, by result (ok, unauthorized, unreachable).",
+	}, []string{"result"})
+	metricDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_drive_decisions_total",
+		Help: "Decisions of the apps drive loop per row and poll, by verdict.",
+	}, []string{"verdict"})
+	metricWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "universe_drive_writes_total",
+		Help: "Declared tags the apps drive loop wrote, by where (git, cr) and result.",
+	}, []string{"target", "result"})
+)
+
+func init() { metrics.Registry.MustRegister(metricPolls, metricDecisions, metricWrites) }
+
+// AppsSource is the platform's apps table.
+type AppsSource interface {
+	Apps(ctx context.Context) ([]Row, error)
+}
+
+// TagChange is one tag to commit to the universe repo: the CR whose file holds it, the
+// image repository whose tag changes, and the commit message (naming the platform row).
+type TagChange struct {
+	APIVersion, Kind, Namespace, Name string
+	Repository                        string
+	From, To                          string
+	Message                           string
+}
+
+// TagCommitter commits a tag change to the file of the universe repo that declares the
+// CR: one commit per change; a file already at the tag is no commit (empty result).
+type TagCommitter interface {
+	CommitTag(ctx context.Context, c TagChange) (commit string, err error)
+}
+
+// ErrNoCommitter: the CR came from git but no git write path is configured.
+var ErrNoCommitter = errors.New("the CR is applied from the universe repo and no git write path is configured: drive writes the tag to git, never to a CR the git sweep would revert")
+
+// Apps is the apps drive loop: every Interval it reads the platform's apps table, decides
+// each row of Cluster with Decide, and writes the declared tag where the desired state
+// lives — the universe repo when the CR came from the git sweep, else the CR's
+// spec.image.tag (field manager universe-operator-drive). It never writes a Deployment.
+type Apps struct {
+	Platform AppsSource
+	// Client reads Deployments and CRs and applies the CR patch.
+	Client   client.Client
+	Cluster  string
+	Mode     Mode
+	Allow    AllowList
+	Interval time.Duration
+	// RolloutTimeout bounds the wait for the Deployment after a write (default 3 min);
+	// RolloutPoll is the wait's period (default 5 s).
+	RolloutTimeout, RolloutPoll time.Duration
+	// GitOpsManager is the field manager of CRs applied by the git sweep.
+	GitOpsManager string
+	// Committer writes tags of git-sourced CRs; nil means not configured.
+	Committer TagCommitter
+	// AfterCommit runs after a commit (the sweep's trigger), so the change is applied at once.
+	AfterCommit func()
+	Recorder    events.EventRecorder
+	Log         logr.Logger
+
+	mu   sync.Mutex
+	said map[string]string // row → the last event sent for it, so a steady state is quiet
+}
+
+// Start runs the loop until ctx ends. A poll that fails is logged and metered, and retried
+// next tick.
+func (a *Apps) Start(ctx context.Context) error {
+	every := a.Interval
+	if every < 5*time.Second {
+		every = 5 * time.Second
+	}
+	a.Log.Info("apps drive loop started", "mode", a.Mode, "cluster", a.Cluster, "interval", every.String(), "allow", []string(a.Allow))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := a.Tick(ctx); err != nil && ctx.Err() == nil {
+			a.Log.Error(err, "apps drive poll failed; retrying next tick")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Outcome is what one tick did with a row.
+type Outcome struct {
+	Row      string
+	Decision Decision
+	// Object is the CR the row joined to (Kind/namespace/name), if any.
+	Object string
+	// Wrote is "git", "cr" or empty.
+	Wrote   string
+	Rollout string // done, pending or empty
+	Err     error
+}
+
+// Tick polls once and acts on every row of the cluster.
+func (a *Apps) Tick(ctx context.Context) ([]Outcome, error) {
+	rows, err := a.Platform.Apps(ctx)
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		metricPolls.WithLabelValues("unauthorized").Inc()
+		return nil, err
+	case err != nil:
+		metricPolls.WithLabelValues("unreachable").Inc()
+		return nil, err
+	}
+	metricPolls.WithLabelValues("ok").Inc()
+	var out []Outcome
+	for _, r := range RowsFor(rows, a.Cluster) {
+		o := a.row(ctx, r)
+		metricDecisions.WithLabelValues(string(o.Decision.Verdict)).Inc()
+		if o.Err != nil {
+			a.Log.Error(o.Err, "apps drive failed for a row", "app", o.Row, "object", o.Object)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func (a *Apps) row(ctx context.Context, r Row) Outcome {
+	d := Decide(a.Mode, a.Allow, r)
+	o := Outcome{Row: r.Name(), Decision: d}
+	log := a.Log.WithValues("app", r.Name())
+	switch d.Verdict {
+	case VerdictSkip:
+		log.V(1).Info("apps drive skips", "reason", d.Reason)
+		return o
+	case VerdictRefuse:
+		log.Info("apps drive refuses the declared tag", "reason", d.Reason)
+		return o
+	}
+	dep, cr, err := a.join(ctx, r)
+	if cr != nil {
+		o.Object = cr.GetKind() + "/" + cr.GetNamespace() + "/" + cr.GetName()
+	}
+	if err != nil {
+		o.Err = err
+		if dep != nil { // the Deployment has no CR to carry the event
+			a.event(r, dep, corev1.EventTypeWarning, EventDriveFailed, err.Error())
+		}
+		return o
+	}
+	if d.Verdict == VerdictReport {
+		log.Info("apps drive intends", "object", o.Object, "reason", d.Reason)
+		a.event(r, cr, corev1.EventTypeNormal, EventDriveIntended, d.Reason)
+		return o
+	}
+	cur, _, _ := unstructured.NestedString(cr.Object, "spec", "image", "tag")
+	if cur != r.DeclaredTag {
+		o.Wrote, o.Err = a.write(ctx, r, cr, cur)
+		metricWrites.WithLabelValues(o.Wrote, result(o.Err)).Inc()
+		if o.Err != nil {
+			a.event(r, cr, corev1.EventTypeWarning, EventDriveFailed, fmt.Sprintf("writing %s failed: %v", d.Target, o.Err))
+			return o
+		}
+		log.Info("apps drive wrote the declared tag", "object", o.Object, "to", o.Wrote, "target", d.Target, "from", cur)
+	}
+	done, msg := a.waitRollout(ctx, client.ObjectKeyFromObject(dep), r.Registry, d.Target)
+	if done {
+		o.Rollout = "done"
+		a.event(r, cr, corev1.EventTypeNormal, EventDriven, fmt.Sprintf("%s; rolled out", d.Reason))
+	} else {
+		o.Rollout = "pending"
+		a.event(r, cr, corev1.EventTypeWarning, EventDriveRolloutPending, fmt.Sprintf("%s: %s", d.Target, msg))
+	}
+	return o
+}
+
+func result(err error) string {
+	if err != nil {
+		return "failed"
+	}
+	return "ok"
+}
+
+// join finds the Deployment in the row's namespace running the row's image repository
+// (never by name: the platform's app names are not Deployment names) and the universe CR
+// that controls it.
+func (a *Apps) join(ctx context.Context, r Row) (*appsv1.Deployment, *unstructured.Unstructured, error) {
+	var list appsv1.DeploymentList
+	ns := r.NamespaceOrDefault()
+	if err := a.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("list Deployments in %s: %w", ns, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	var dep *appsv1.Deployment
+	for i := range list.Items {
+		if runsRepository(&list.Items[i], r.Registry) {
+			dep = &list.Items[i]
+			break
+		}
+	}
+	if dep == nil {
+		return nil, nil, fmt.Errorf("no Deployment in namespace %s runs %s", ns, r.Registry)
+	}
+	owner := metav1.GetControllerOf(dep)
+	if owner == nil {
+		return dep, nil, fmt.Errorf("Deployment %s/%s runs %s but no universe CR controls it; drive never writes a Deployment", ns, dep.Name, r.Registry)
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetAPIVersion(owner.APIVersion)
+	cr.SetKind(owner.Kind)
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: owner.Name}, cr); err != nil {
+		return dep, nil, fmt.Errorf("get %s %s/%s controlling Deployment %s: %w", owner.Kind, ns, owner.Name, dep.Name, err)
+	}
+	repo, _, _ := unstructured.NestedString(cr.Object, "spec", "image", "repository")
+	if repo != r.Registry {
+		return dep, cr, fmt.Errorf("%s %s/%s declares spec.image.repository %q, not %s; the image is not the CR's main image", owner.Kind, ns, owner.Name, repo, r.Registry)
+	}
+	return dep, cr, nil
+}
+
+func runsRepository(d *appsv1.Deployment, repo string) bool {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if r, _ := ParseImageRef(c.Image); r == repo {
+			return true
+		}
+	}
+	return false
+}
+
+// gitSourced reports whether the git sweep applied cr: it holds fields under the sweep's
+// field manager.
+func (a *Apps) gitSourced(cr *unstructured.Unstructured) bool {
+	for _, mf := range cr.GetManagedFields() {
+		if mf.Manager == a.GitOpsManager && a.GitOpsManager != "" && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// write puts the declared tag where the CR's desired state lives.
+func (a *Apps) write(ctx context.Context, r Row, cr *unstructured.Unstructured, from string) (string, error) {
+	if a.gitSourced(cr) {
+		if a.Committer == nil {
+			return "git", ErrNoCommitter
+		}
+		commit, err := a.Committer.CommitTag(ctx, TagChange{
+			APIVersion: cr.GetAPIVersion(), Kind: cr.GetKind(), Namespace: cr.GetNamespace(), Name: cr.GetName(),
+			Repository: r.Registry, From: from, To: r.DeclaredTag,
+			Message: fmt.Sprintf("drive: %s %s %s -> %s\n\nDeclared by the platform apps table (row %s).", r.Name(), r.Registry, from, r.DeclaredTag, r.Name()),
+		})
+		if err != nil {
+			return "git", err
+		}
+		a.Log.Info("apps drive committed the declared tag", "app", r.Name(), "commit", commit)
+		if a.AfterCommit != nil {
+			a.AfterCommit()
+		}
+		return "git", nil
+	}
+	patch := &unstructured.Unstructured{}
+	patch.SetAPIVersion(cr.GetAPIVersion())
+	patch.SetKind(cr.GetKind())
+	patch.SetNamespace(cr.GetNamespace())
+	patch.SetName(cr.GetName())
+	if err := unstructured.SetNestedField(patch.Object, r.DeclaredTag, "spec", "image", "tag"); err != nil {
+		return "cr", err
+	}
+	// Force: the tag's previous owner (kubectl, a script) hands it over to drive.
+	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerDrive), client.ForceOwnership)
+	return "cr", err
+}
+
+// waitRollout polls the Deployment until RolledOut says so or RolloutTimeout passes.
+func (a *Apps) waitRollout(ctx context.Context, key client.ObjectKey, repo, target string) (bool, string) {
+	timeout, poll := a.RolloutTimeout, a.RolloutPoll
+	if timeout <= 0 {
+		timeout = 3 * time.Minute
+	}
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg := "not observed yet"
+	for {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		if err := a.Client.Get(ctx, key, u); err != nil && !apierrors.IsNotFound(err) {
+			msg = err.Error()
+		} else if err == nil {
+			var ok bool
+			if ok, msg = RolledOut(u, repo, target); ok {
+				return true, msg
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Sprintf("not rolled out within %s: %s", timeout, msg)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// RolledOut is the one health predicate of a drive: the Deployment's container running
+// repo runs target and kstatus finds the Deployment Current (observed generation, updated
+// and available replicas).
+func RolledOut(dep *unstructured.Unstructured, repo, target string) (bool, string) {
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(dep.Object, &d); err != nil {
+		return false, err.Error()
+	}
+	image := ""
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if r, _ := ParseImageRef(c.Image); r == repo {
+			image = c.Image
+		}
+	}
+	if image != target {
+		return false, fmt.Sprintf("Deployment %s runs %s", d.Name, image)
+	}
+	res, err := kstatus.Compute(dep)
+	if err != nil {
+		return false, err.Error()
+	}
+	if res.Status != kstatus.CurrentStatus {
+		return false, fmt.Sprintf("Deployment %s is %s: %s", d.Name, res.Status, res.Message)
+	}
+	return true, res.Message
+}
+
+// event records reason on obj unless the same was last said for this row.
+func (a *Apps) event(r Row, obj runtime.Object, typ, reason, note string) {
+	key := reason + "\x00" + note
+	a.mu.Lock()
+	if a.said == nil {
+		a.said = map[string]string{}
+	}
+	same := a.said[r.Name()] == key
+	a.said[r.Name()] = key
+	a.mu.Unlock()
+	if same || a.Recorder == nil {
+		return
+	}
+	if len(note) > 1024 {
+		note = note[:1024]
+	}
+	a.Recorder.Eventf(obj, nil, typ, reason, "Drive", "%s", note)
+}
