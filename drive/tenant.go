@@ -1,0 +1,184 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ManagerTenants is the field manager of the tenant objects.
+const ManagerTenants = "universe-operator-tenants"
+
+// TenantOptions names what tenant onboarding creates; the defaults are the reference's
+// names, and each universe may set its own.
+type TenantOptions struct {
+	// LabelKey=LabelValue selects the tenant Namespaces and labels the objects created.
+	LabelKey, LabelValue string
+	// RoleBinding names the namespaced RoleBinding granting ClusterRole to Subject.
+	RoleBinding, ClusterRole string
+	// SubjectNamespace/SubjectName is the platform's ServiceAccount.
+	SubjectNamespace, SubjectName string
+	// PullSecret names the image-pull Secret created in each tenant Namespace, projected
+	// from SourceSecret (namespace/name, type kubernetes.io/dockerconfigjson). An empty
+	// SourceSecret creates no pull Secret.
+	PullSecret   string
+	SourceSecret types.NamespacedName
+	// Resync re-checks every tenant Namespace this often (the source Secret is not watched).
+	Resync time.Duration
+}
+
+// DefaultTenantOptions returns the reference's names.
+func DefaultTenantOptions() TenantOptions {
+	return TenantOptions{
+		LabelKey: "hanzo.ai/managed-by", LabelValue: "platform",
+		RoleBinding: "cloud-api-platform", ClusterRole: "hanzo-cloud-platform-tenant",
+		SubjectNamespace: "hanzo", SubjectName: "cloud-api",
+		PullSecret: "ghcr-pull", Resync: 10 * time.Minute,
+	}
+}
+
+var metricTenants = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "universe_tenant_onboardings_total",
+	Help: "Tenant namespace reconciles, by result (ok, secret-missing, secret-foreign, failed).",
+}, []string{"result"})
+
+func init() { metrics.Registry.MustRegister(metricTenants) }
+
+// Tenants onboards tenant Namespaces: a RoleBinding to the platform's tenant ClusterRole
+// (never a ClusterRoleBinding) and an image-pull Secret, both owned by the Namespace.
+type Tenants struct {
+	Client client.Client
+	// Reader reads Secrets uncached (the operator does not cache every Secret).
+	Reader client.Reader
+	Opts   TenantOptions
+	Log    logr.Logger
+}
+
+// SetupWithManager watches labelled Namespaces and the RoleBindings they own.
+func (t *Tenants) SetupWithManager(mgr ctrl.Manager) error {
+	if t.Opts.LabelKey == "" || t.Opts.RoleBinding == "" || t.Opts.ClusterRole == "" || t.Opts.SubjectName == "" || t.Opts.SubjectNamespace == "" {
+		return errors.New("tenant onboarding needs a label key, RoleBinding, ClusterRole and subject ServiceAccount")
+	}
+	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[t.Opts.LabelKey] == t.Opts.LabelValue })
+	return ctrl.NewControllerManagedBy(mgr).Named("tenants").
+		For(&corev1.Namespace{}, builder.WithPredicates(labelled)).
+		Owns(&rbacv1.RoleBinding{}).
+		Complete(t)
+}
+
+// Reconcile onboards one Namespace.
+func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+	var ns corev1.Namespace
+	if err := t.Client.Get(ctx, req.NamespacedName, &ns); err != nil {
+		return crreconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if ns.Labels[t.Opts.LabelKey] != t.Opts.LabelValue || ns.DeletionTimestamp != nil {
+		return crreconcile.Result{}, nil
+	}
+	log := t.Log.WithValues("namespace", ns.Name)
+	if err := t.Client.Apply(ctx, t.roleBinding(&ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+		metricTenants.WithLabelValues("failed").Inc()
+		return crreconcile.Result{}, fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
+	}
+	res, err := t.pullSecret(ctx, &ns)
+	if err != nil {
+		metricTenants.WithLabelValues("failed").Inc()
+		return crreconcile.Result{}, err
+	}
+	metricTenants.WithLabelValues(res).Inc()
+	switch res {
+	case "secret-missing":
+		log.Info("tenant pull secret source missing; RoleBinding applied, pull Secret skipped", "source", t.Opts.SourceSecret.String())
+	case "secret-foreign":
+		log.Info("tenant namespace holds a Secret of the pull Secret's name that this operator did not create; leaving it alone", "secret", t.Opts.PullSecret)
+	default:
+		log.V(1).Info("tenant namespace onboarded")
+	}
+	return crreconcile.Result{RequeueAfter: t.Opts.Resync}, nil
+}
+
+func (t *Tenants) labels() map[string]string {
+	return map[string]string{t.Opts.LabelKey: t.Opts.LabelValue, "app.kubernetes.io/managed-by": "universe-operator"}
+}
+
+func (t *Tenants) owner(ns *corev1.Namespace) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("Namespace").WithName(ns.Name).WithUID(ns.UID).
+		WithController(true).WithBlockOwnerDeletion(true)
+}
+
+func (t *Tenants) roleBinding(ns *corev1.Namespace) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(t.Opts.RoleBinding, ns.Name).
+		WithLabels(t.labels()).WithOwnerReferences(t.owner(ns)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(t.Opts.ClusterRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(t.Opts.SubjectNamespace).WithName(t.Opts.SubjectName))
+}
+
+// pullSecret projects the source Secret into ns. It fails open: a missing or unusable
+// source is reported ("secret-missing") and costs only the Secret. It never overwrites a
+// Secret it did not create ("secret-foreign").
+func (t *Tenants) pullSecret(ctx context.Context, ns *corev1.Namespace) (string, error) {
+	if t.Opts.PullSecret == "" || t.Opts.SourceSecret.Name == "" {
+		return "ok", nil
+	}
+	var src corev1.Secret
+	err := t.Reader.Get(ctx, t.Opts.SourceSecret, &src)
+	if apierrors.IsNotFound(err) || (err == nil && len(src.Data[corev1.DockerConfigJsonKey]) == 0) {
+		return "secret-missing", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read pull secret source %s: %w", t.Opts.SourceSecret, err)
+	}
+	var live corev1.Secret
+	err = t.Reader.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: t.Opts.PullSecret}, &live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("read Secret %s/%s: %w", ns.Name, t.Opts.PullSecret, err)
+	case !ownedBy(&live, ns.UID):
+		return "secret-foreign", nil
+	}
+	sec := corev1ac.Secret(t.Opts.PullSecret, ns.Name).
+		WithLabels(t.labels()).WithOwnerReferences(t.owner(ns)).
+		WithType(corev1.SecretTypeDockerConfigJson).
+		WithData(map[string][]byte{corev1.DockerConfigJsonKey: src.Data[corev1.DockerConfigJsonKey]})
+	if err := t.Client.Apply(ctx, sec, client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("apply Secret %s/%s: %w", ns.Name, t.Opts.PullSecret, err)
+	}
+	return "ok", nil
+}
+
+// ownedBy: the Secret is this loop's, owned by the Namespace and applied by ManagerTenants.
+func ownedBy(s *corev1.Secret, nsUID types.UID) bool {
+	owned := false
+	for _, r := range s.OwnerReferences {
+		if r.Kind == "Namespace" && r.UID == nsUID {
+			owned = true
+		}
+	}
+	if !owned {
+		return false
+	}
+	for _, mf := range s.ManagedFields {
+		if mf.Manager == ManagerTenants {
+			return true
+		}
+	}
+	return false
+}
