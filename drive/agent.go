@@ -1,0 +1,418 @@
+package drive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/source"
+)
+
+// Binding statuses of an AgentDeployment.
+const (
+	BindingPending = "Pending"
+	BindingBound   = "Bound"
+	BindingError   = "Error"
+)
+
+// DefaultExecutionMode is the execution mode of an agent whose spec names none.
+const DefaultExecutionMode = "long-running"
+
+// Agent is the cloud API's agent.
+type Agent struct {
+	ID            string `json:"id,omitempty"`
+	Name          string `json:"name"`
+	Org           string `json:"org"`
+	ExecutionMode string `json:"executionMode,omitempty"`
+	Schedule      string `json:"schedule,omitempty"`
+	Replicas      *int32 `json:"replicas,omitempty"`
+	BotVersion    string `json:"botVersion,omitempty"`
+	// Ready is the cloud's verdict; Status (ready, running, …) is read when Ready is absent.
+	Ready  bool   `json:"ready,omitempty"`
+	Status string `json:"status,omitempty"`
+}
+
+// IsReady reports whether the cloud considers the agent ready.
+func (a *Agent) IsReady() bool {
+	return a.Ready || strings.EqualFold(a.Status, "ready") || strings.EqualFold(a.Status, "running")
+}
+
+// Machine is visor's machine.
+type Machine struct {
+	ID       string `json:"id"`
+	Status   string `json:"status,omitempty"`
+	Agent    string `json:"agent,omitempty"` // the bound agent's name, empty when unbound
+	Org      string `json:"org,omitempty"`
+	Provider string `json:"provider,omitempty"`
+}
+
+// peer is one JSON HTTP API behind one Authorization header.
+type peer struct {
+	base  string
+	http  *http.Client
+	creds []source.Credentials // re-read on 401, scrubbed from errors
+}
+
+func newPeer(base string, auth Auth) (*peer, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("URL %q: want http(s)://host without credentials", base)
+	}
+	var creds []source.Credentials
+	for _, c := range []source.Credentials{auth.Bearer, auth.BasicUser, auth.BasicPassword} {
+		if !source.NoCredentials(c) {
+			creds = append(creds, c)
+		}
+	}
+	return &peer{base: strings.TrimRight(base, "/"), http: newHTTPClient(auth), creds: creds}, nil
+}
+
+// call sends method path with body as JSON and decodes a 2xx answer into out. A 404
+// returns errNotFound.
+func (p *peer) call(ctx context.Context, method, path string, header http.Header, body, out any) error {
+	var rd *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	var req *http.Request
+	var err error
+	if rd != nil {
+		req, err = http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, method, p.base+path, nil)
+	}
+	if err != nil {
+		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	data, err := do(p.http, req, nil)
+	if err != nil {
+		for _, c := range p.creds {
+			err = c.Token().Scrub(err)
+			if errors.Is(err, ErrUnauthorized) {
+				_, _ = c.Reload() // perhaps rotated since last read
+			}
+		}
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			return errNotFound
+		}
+		return fmt.Errorf("%s %s: %w", method, p.base+path, err)
+	}
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, p.base+path, err)
+	}
+	return nil
+}
+
+var errNotFound = errors.New("not found")
+
+// Cloud is the cloud API's agents endpoint, with a Bearer token.
+type Cloud struct{ p *peer }
+
+// NewCloud returns a cloud client.
+func NewCloud(baseURL string, token source.Credentials) (*Cloud, error) {
+	p, err := newPeer(baseURL, Auth{Bearer: token})
+	if err != nil {
+		return nil, fmt.Errorf("cloud %w", err)
+	}
+	return &Cloud{p}, nil
+}
+
+func orgHeader(org string) http.Header { return http.Header{"X-Org-Id": {org}} }
+
+// GetAgent returns the agent, or nil when the cloud does not know it.
+func (c *Cloud) GetAgent(ctx context.Context, org, name string) (*Agent, error) {
+	var a Agent
+	err := c.p.call(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(name), orgHeader(org), nil, &a)
+	if errors.Is(err, errNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// CreateAgent creates the agent.
+func (c *Cloud) CreateAgent(ctx context.Context, a Agent) (*Agent, error) {
+	var out Agent
+	if err := c.p.call(ctx, http.MethodPost, "/v1/agents", orgHeader(a.Org), a, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Visor is visor's machines endpoint, with HTTP Basic (an IAM client id and secret).
+type Visor struct{ p *peer }
+
+// NewVisor returns a visor client.
+func NewVisor(baseURL string, clientID, clientSecret source.Credentials) (*Visor, error) {
+	p, err := newPeer(baseURL, Auth{BasicUser: clientID, BasicPassword: clientSecret})
+	if err != nil {
+		return nil, fmt.Errorf("visor %w", err)
+	}
+	return &Visor{p}, nil
+}
+
+// GetMachine returns the machine, or nil when visor does not know it.
+func (v *Visor) GetMachine(ctx context.Context, id string) (*Machine, error) {
+	var m Machine
+	err := v.p.call(ctx, http.MethodGet, "/v1/machines/"+url.PathEscape(id), nil, nil, &m)
+	if errors.Is(err, errNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// BindAgent binds the agent to machine id.
+func (v *Visor) BindAgent(ctx context.Context, id string, a *Agent) (*Machine, error) {
+	var m Machine
+	body := map[string]string{"agentId": a.ID, "agent": a.Name, "org": a.Org}
+	if err := v.p.call(ctx, http.MethodPost, "/v1/machines/"+url.PathEscape(id)+"/bind-agent", nil, body, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Launch launches a machine at provider for org.
+func (v *Visor) Launch(ctx context.Context, provider, org, agent string) (*Machine, error) {
+	var m Machine
+	body := map[string]string{"provider": provider, "org": org, "agent": agent}
+	if err := v.p.call(ctx, http.MethodPost, "/v1/machines", nil, body, &m); err != nil {
+		return nil, err
+	}
+	if m.ID == "" {
+		return nil, errors.New("visor launched a machine but answered no id")
+	}
+	return &m, nil
+}
+
+// Agents reconciles AgentDeployments: the agent at the cloud API, the machine through
+// visor, as far as Mode and PlanAgent allow. It writes only the CR's status.
+type Agents struct {
+	Client client.Client
+	// GVK of AgentDeployment in this universe's group.
+	GVK   schema.GroupVersionKind
+	Mode  AgentMode
+	Cloud *Cloud // nil: not configured
+	Visor *Visor // nil: not configured
+	// Resync re-reads the peers this often (readiness changes outside the cluster).
+	Resync time.Duration
+	Now    func() time.Time
+	Log    logr.Logger
+}
+
+// SetupWithManager watches AgentDeployments (spec changes only; status writes are ours).
+func (a *Agents) SetupWithManager(mgr ctrl.Manager) error {
+	obj := &v1.AgentDeployment{}
+	obj.SetGroupVersionKind(a.GVK)
+	return ctrl.NewControllerManagedBy(mgr).Named("agentdeployments").
+		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(a)
+}
+
+// Reconcile ensures one AgentDeployment.
+func (a *Agents) Reconcile(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+	var ad v1.AgentDeployment
+	ad.SetGroupVersionKind(a.GVK)
+	if err := a.Client.Get(ctx, req.NamespacedName, &ad); err != nil {
+		return crreconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if ad.DeletionTimestamp != nil {
+		return crreconcile.Result{}, nil
+	}
+	before := ad.DeepCopy()
+	st := a.ensure(ctx, &ad)
+	if err := a.writeStatus(ctx, before, &ad, st); err != nil {
+		return crreconcile.Result{}, err
+	}
+	resync := a.Resync
+	if resync <= 0 {
+		resync = 5 * time.Minute
+	}
+	if st.transient {
+		resync = 30 * time.Second
+	}
+	return crreconcile.Result{RequeueAfter: resync}, nil
+}
+
+// agentObservation is what one reconcile found and did.
+type agentObservation struct {
+	plan       Plan
+	agentReady bool
+	machineID  string
+	binding    string
+	reason     string
+	message    string
+	transient  bool // retry soon: a peer failed
+}
+
+func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObservation {
+	machine := ad.Spec.MachineID
+	if machine == "" {
+		machine = ad.Status.MachineID // an earlier launch: never launch twice
+	}
+	o := agentObservation{machineID: machine, binding: BindingPending}
+	o.plan = PlanAgent(a.Mode, a.Cloud != nil && a.Visor != nil, AgentTarget{MachineID: machine, Provider: ad.Spec.Provider})
+	log := a.Log.WithValues("agentDeployment", ad.Namespace+"/"+ad.Name, "plan", o.plan.Provision)
+	fail := func(reason string, err error) agentObservation {
+		o.reason, o.message, o.transient = reason, err.Error(), true
+		if o.binding != BindingBound {
+			o.binding = BindingError
+		}
+		log.Error(err, "agent deployment step failed", "reason", reason)
+		return o
+	}
+	if a.Cloud == nil {
+		o.reason, o.message = "ReadOnly", o.plan.Reason
+		return o
+	}
+	agent, err := a.Cloud.GetAgent(ctx, ad.Spec.Org, ad.Spec.AgentName)
+	if err != nil {
+		return fail("CloudError", err)
+	}
+	if agent == nil && o.plan.MayCreateAgent() {
+		mode := ad.Spec.ExecutionMode
+		if mode == "" {
+			mode = DefaultExecutionMode
+		}
+		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: ad.Spec.Org, ExecutionMode: mode,
+			Schedule: ad.Spec.Schedule, Replicas: ad.Spec.Replicas, BotVersion: ad.Spec.BotVersion})
+		if err != nil {
+			return fail("CloudError", err)
+		}
+		log.Info("agent created at the cloud API", "agent", ad.Spec.AgentName, "executionMode", mode)
+	}
+	if agent != nil {
+		o.agentReady = agent.IsReady()
+	}
+	if a.Visor != nil && machine != "" {
+		m, err := a.Visor.GetMachine(ctx, machine)
+		if err != nil {
+			return fail("VisorError", err)
+		}
+		if m != nil && m.Agent == ad.Spec.AgentName && strings.EqualFold(m.Status, "bound") {
+			o.binding = BindingBound
+		}
+		if m == nil && o.plan.Provision == ProvisionBindExisting {
+			o.binding = BindingError
+			o.reason, o.message = "MachineNotFound", fmt.Sprintf("visor knows no machine %s", machine)
+			return o
+		}
+		if m != nil && m.Agent != "" && m.Agent != ad.Spec.AgentName {
+			o.binding = BindingError
+			o.reason, o.message = "MachineTaken", fmt.Sprintf("machine %s is bound to agent %s; not rebinding it", machine, m.Agent)
+			return o
+		}
+	}
+	switch o.plan.Provision {
+	case ProvisionReadOnly, ProvisionNoTarget:
+		o.reason, o.message = string(o.plan.Provision), o.plan.Reason
+		if agent == nil {
+			o.message += "; the cloud API knows no agent " + ad.Spec.AgentName
+		}
+		return o
+	case ProvisionLaunchThenBind:
+		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, ad.Spec.Org, ad.Spec.AgentName)
+		if err != nil {
+			return fail("LaunchFailed", err)
+		}
+		o.machineID = m.ID
+		log.Info("machine launched", "machine", m.ID, "provider", ad.Spec.Provider)
+		// record the machine before binding, so a failed bind never launches a second one
+		ad.Status.MachineID = m.ID
+		if err := a.Client.Status().Update(ctx, ad); err != nil {
+			return fail("StatusWriteFailed", fmt.Errorf("record launched machine %s: %w", m.ID, err))
+		}
+	}
+	if o.binding != BindingBound {
+		if _, err := a.Visor.BindAgent(ctx, o.machineID, agent); err != nil {
+			return fail("BindFailed", err)
+		}
+		log.Info("agent bound to machine", "machine", o.machineID)
+		o.binding = BindingBound
+	}
+	o.reason, o.message = "Bound", fmt.Sprintf("agent %s bound to machine %s", ad.Spec.AgentName, o.machineID)
+	if !o.agentReady {
+		o.reason, o.message = "AgentNotReady", o.message+"; the agent is not ready yet"
+		o.transient = true
+	}
+	return o
+}
+
+// AgentPhase is Running only when the agent is ready and bound; Degraded on a binding
+// error; Pending otherwise. It is pure.
+func AgentPhase(agentReady bool, binding string) v1.Phase {
+	switch {
+	case agentReady && binding == BindingBound:
+		return v1.PhaseRunning
+	case binding == BindingError:
+		return v1.PhaseDegraded
+	default:
+		return v1.PhasePending
+	}
+}
+
+func (a *Agents) writeStatus(ctx context.Context, before, ad *v1.AgentDeployment, o agentObservation) error {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	st := ad.Status.DeepCopy()
+	st.Phase = AgentPhase(o.agentReady, o.binding)
+	st.ObservedGeneration = ad.Generation
+	st.AgentReady = o.agentReady
+	st.MachineID = o.machineID
+	st.BindingStatus = o.binding
+	if len(o.message) > 256 {
+		o.message = o.message[:256]
+	}
+	st.Message = o.message
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message,
+		ObservedGeneration: ad.Generation, LastTransitionTime: metav1.NewTime(now())}
+	if st.Phase == v1.PhaseRunning {
+		cond.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if equality.Semantic.DeepEqual(before.Status, *st) {
+		return nil
+	}
+	latest := ad.DeepCopy()
+	latest.Status = *st
+	return a.Client.Status().Patch(ctx, latest, client.MergeFrom(ad))
+}
