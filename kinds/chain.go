@@ -35,6 +35,21 @@ func loopLater[T Object](loop string) func(T, owner) ([]*unstructured.Unstructur
 	}
 }
 
+// loopOff is the builder of Kinds a loop of this operator acts for (Entry.Loop): the Kind
+// controller runs it only while that loop is off, so the CR stays Pending (NotImplemented)
+// and says which loop to enable.
+func loopOff[T Object](name, loop string) func(T, owner) ([]*unstructured.Unstructured, error) {
+	return func(_ T, o owner) ([]*unstructured.Unstructured, error) {
+		return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonNotImplemented,
+			Message: fmt.Sprintf("%s %s/%s: nothing acts on it: %s is off (operator run --controllers ...,%s)", o.Kind, o.Namespace, o.Name, loop, name)}
+	}
+}
+
+func withLoop(name string, e Entry) Entry {
+	e.Loop = name
+	return e
+}
+
 // MPC defaults (wire-contract §11).
 const (
 	defaultMPCP2PPort = 4000

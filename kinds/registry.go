@@ -60,6 +60,11 @@ type Entry struct {
 	// status reports and whose pods explain why it is not ready): the first built child of
 	// one of these kinds is it. Empty for a Kind that runs no pods itself.
 	Workloads []schema.GroupKind
+	// Loop names the `operator run --controllers` loop that acts for this Kind outside the
+	// object graph (AgentDeployment: agents). When that loop runs it owns the CR's status
+	// and the Kind controller is not started for the Kind; when it does not, Build halts
+	// (Pending, NotImplemented) naming the loop to enable.
+	Loop string
 }
 
 // IsWorkload reports whether a child of kind gk is the main workload of this Kind.

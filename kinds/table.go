@@ -87,7 +87,7 @@ func Builtin() Registry {
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
 		entry(canon, "Static", uni, newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
-		entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], loopLater[*v1.AgentDeployment]("the agent binding loop (cloud and visor APIs)")),
+		withLoop("agents", entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
 		entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], loopLater[*v1.ImageUpdate]("the registry-to-git image update loop")),
 		entry(canon, "KMSSecret", kms, newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 

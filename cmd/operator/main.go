@@ -66,6 +66,12 @@ var legacyEnv = map[string]string{
 	"gitops-token-file":  "GITOPS_TOKEN_FILE",
 	"gitops-namespaces":  "GITOPS_NAMESPACES",
 	"gitops-apply-scope": "GITOPS_APPLY_SCOPE",
+	"drive-platform-url": "APPS_PLATFORM_URL",
+	"drive-org-id":       "APPS_ORG_ID",
+	"drive-cluster":      "APPS_CLUSTER",
+	"drive-mode":         "APPS_DRIVE_MODE",
+	"drive-allow":        "APPS_DRIVE_ALLOW",
+	"agent-deploy-mode":  "AGENT_DEPLOY_MODE",
 }
 
 // envNames lists the variables that may set flag, most specific first.

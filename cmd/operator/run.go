@@ -53,13 +53,14 @@ type runOptions struct {
 	GitHub github.Options
 	Git    gitclone.Options
 	GitOps gitops.Options
+	Drive  driveOptions
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe Kinds (hanzo.ai, lux.cloud, zoo.cloud, osage.cloud, …).")
 	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; holds the leader-election Lease.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository).")
+	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository), drive (the apps drive loop), tenants (tenant namespace onboarding), agents (AgentDeployment).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz, /readyz, POST /reconcile and GET /gitops.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect one leader through a Lease; only the leader writes.")
@@ -73,6 +74,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.GitHub.BindFlags(fs)
 	o.Git.BindFlags(fs)
 	o.GitOps.BindFlags(fs)
+	o.Drive.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
@@ -96,10 +98,8 @@ func run(o *runOptions) error {
 	}
 	ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.Level(level)))
 	log := ctrl.Log.WithName("setup")
-	for _, c := range o.Controllers {
-		if c != "kinds" && c != "gitops" {
-			return fmt.Errorf("--controllers: unknown loop %q (want kinds, gitops)", c)
-		}
+	if err := checkLoops(o.Controllers); err != nil {
+		return err
 	}
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
@@ -138,7 +138,7 @@ func run(o *runOptions) error {
 	mux.Handle("/readyz", http.StripPrefix("/readyz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
 
 	if slices.Contains(o.Controllers, "kinds") {
-		if err := reconcile.SetupKinds(mgr, kinds.Builtin(), o.APIGroup, ctrl.Log.WithName("kinds")); err != nil {
+		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds")); err != nil {
 			return err
 		}
 	}
@@ -146,6 +146,9 @@ func run(o *runOptions) error {
 		if err := setupGitOps(mgr, cfg, o, mux, log); err != nil {
 			return err
 		}
+	}
+	if err := setupDriveLoops(mgr, o, nil, nil, log); err != nil {
+		return err
 	}
 	if o.ProbeAddr != "0" {
 		srv := &manager.Server{Name: "probes", Server: &http.Server{Addr: o.ProbeAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
