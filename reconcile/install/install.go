@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 )
@@ -258,6 +259,7 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 	}
 	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)
 	rule("events.k8s.io", []string{"events"}, verbsEvents)
+	rules = append(rules, tenantRules()...)
 	return &rbacv1.ClusterRole{
 		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorName + "." + group, Labels: operatorLabels()},
@@ -396,4 +398,16 @@ func dedupe(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)
 	return slices.Compact(s)
+}
+
+// tenantRules are what tenant onboarding (drive.Tenants) needs beyond the children's
+// rules: its RoleBindings and pull Secrets, and bind on exactly the one tenant ClusterRole
+// it grants (the apiserver refuses a RoleBinding to a ClusterRole whose permissions the
+// creator neither holds nor may bind). It never creates a ClusterRoleBinding.
+func tenantRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{drive.DefaultTenantOptions().ClusterRole}, Verbs: []string{"bind"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}},
+	}
 }

@@ -273,6 +273,23 @@ func TestClusterRole(t *testing.T) {
 			}
 		}
 	}
+	// tenant onboarding: bind on exactly the tenant ClusterRole, never on any other
+	binds := 0
+	for _, r := range role.Rules {
+		if slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "escalate") {
+			binds++
+			if !slices.Equal(r.Resources, []string{"clusterroles"}) || !slices.Equal(r.ResourceNames, []string{"hanzo-cloud-platform-tenant"}) || !slices.Equal(r.Verbs, []string{"bind"}) {
+				t.Errorf("bind not scoped to the tenant ClusterRole: %+v", r)
+			}
+		}
+	}
+	if binds != 1 {
+		t.Errorf("%d rules grant bind, want 1", binds)
+	}
+	if !slices.Contains(grants["rbac.authorization.k8s.io/rolebindings"], "create") || grants["rbac.authorization.k8s.io/clusterrolebindings"] != nil {
+		t.Errorf("rolebindings %v, clusterrolebindings %v: want RoleBindings created, no ClusterRoleBindings",
+			grants["rbac.authorization.k8s.io/rolebindings"], grants["rbac.authorization.k8s.io/clusterrolebindings"])
+	}
 	again, err := install.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
 	if err != nil {
 		t.Fatal(err)
