@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/openuniverse/operator/source"
 )
 
@@ -141,5 +143,28 @@ func TestPlatformUnreachableRetries(t *testing.T) {
 	srv.Close()
 	if _, err := p.Apps(context.Background()); err == nil {
 		t.Error("a closed server answered")
+	}
+}
+
+func TestAppsTickFailuresAreMeteredNotFatal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	p, _ := NewPlatform(srv.URL, "", tokenFile(t, "tok"))
+	a := &Apps{Platform: p, Mode: ModeOn, Allow: AllowList{"*"}, Cluster: "c"}
+	before := testutil.ToFloat64(metricPolls.WithLabelValues("unauthorized"))
+	if _, err := a.Tick(context.Background()); !errors.Is(err, ErrUnauthorized) {
+		t.Errorf("401 tick: %v", err)
+	}
+	if got := testutil.ToFloat64(metricPolls.WithLabelValues("unauthorized")) - before; got != 1 {
+		t.Errorf("unauthorized polls metered %v, want 1", got)
+	}
+	srv.Close()
+	before = testutil.ToFloat64(metricPolls.WithLabelValues("unreachable"))
+	if _, err := a.Tick(context.Background()); err == nil {
+		t.Error("a closed platform answered")
+	}
+	if got := testutil.ToFloat64(metricPolls.WithLabelValues("unreachable")) - before; got != 1 {
+		t.Errorf("unreachable polls metered %v, want 1", got)
 	}
 }
