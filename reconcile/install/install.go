@@ -6,12 +6,15 @@ package install
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,7 +57,34 @@ type InstallOptions struct {
 	Image string
 	// CRDsOnly installs the CRD bundle and nothing else.
 	CRDsOnly bool
+	// Replicas of the Deployment; 0 means 1. With more than one, `operator run` elects a
+	// leader and a PodDisruptionBudget keeps one replica up; with one, leader election is
+	// off and the Deployment is replaced, never surged, so two writers never overlap.
+	Replicas int32
+	// Controllers are the loops `operator run` runs (its --controllers); empty leaves its
+	// default.
+	Controllers []string
+	// RunArgs are further `operator run` flags, each as --name=value: the git source, the
+	// gitops scope and resync, the log level. The command line checks them.
+	RunArgs []string
+	// TokenSecret holds the git host token: mounted read-only at TokenFile and passed as
+	// --gitops-token-file. An empty Name mounts nothing.
+	TokenSecret SecretKey
+	// WebhookSecret holds the push webhook's HMAC secret: mounted read-only at
+	// WebhookSecretFile and passed as --gitops-webhook-secret-file.
+	WebhookSecret SecretKey
 }
+
+// SecretKey names one key of a Secret in the operator's namespace.
+type SecretKey struct {
+	Name, Key string
+}
+
+// Where the Deployment mounts the Secrets of InstallOptions, read-only.
+const (
+	TokenFile         = "/var/run/secrets/openuniverse.dev/gitops-token/token"
+	WebhookSecretFile = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
+)
 
 // Installer server-side applies the CRD bundle and the operator's Deployment with its
 // least-privilege RBAC, under reconcile.ManagerInstall. It is idempotent: a second run is all InSync.
@@ -138,6 +168,14 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	if o.Namespace == "" || o.Image == "" {
 		return nil, fmt.Errorf("install: namespace and image are required")
 	}
+	if o.Replicas < 0 {
+		return nil, fmt.Errorf("install: replicas %d: want at least 1", o.Replicas)
+	}
+	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret} {
+		if sk.Name != "" && sk.Key == "" {
+			return nil, fmt.Errorf("install: the %s Secret %s needs a key", flag, sk.Name)
+		}
+	}
 	role, err := ClusterRole(o.APIGroup, reg, mapper)
 	if err != nil {
 		return nil, err
@@ -178,7 +216,10 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 			&corev1.ServiceAccount{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "ServiceAccount"),
 				ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: labels}},
 		},
-		{Deployment(o)},
+		{Service(o), Deployment(o)},
+	}
+	if pdb := PodDisruptionBudget(o); pdb != nil {
+		typed[len(typed)-1] = append(typed[len(typed)-1], pdb)
 	}
 	out := make([][]*unstructured.Unstructured, 0, len(typed))
 	for _, stage := range typed {
@@ -294,36 +335,78 @@ func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, cr
 	return children, prunedCRs, nil
 }
 
-// Deployment returns the operator's Deployment: one replica running `operator run` for
-// o.APIGroup, its namespace from the downward API, probes on ProbePort and metrics on
-// MetricsPort, as an unprivileged container whose only writable path is an emptyDir /tmp.
+// Deployment returns the operator's Deployment: o.Replicas replicas (leader election on
+// when more than one) running `operator run` for o.APIGroup with o.Controllers and
+// o.RunArgs, its namespace from the downward API, the token and webhook Secrets mounted
+// read-only at TokenFile and WebhookSecretFile. The pod passes the "restricted" Pod
+// Security Standard: a non-root user (65532) with no capabilities, no privilege
+// escalation, the runtime's seccomp profile and a read-only root whose only writable path
+// is an emptyDir /tmp (the git clone cache). Liveness is /healthz, readiness /readyz
+// (caches synced and, with a git source, the first sweep reported), both on ProbePort.
 func Deployment(o InstallOptions) *appsv1.Deployment {
-	selector := map[string]string{kinds.LabelName: OperatorName, kinds.LabelInstance: OperatorName}
-	probe := func(path string) *corev1.Probe {
+	replicas := max(o.Replicas, 1)
+	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
-			InitialDelaySeconds: 5,
-			PeriodSeconds:       10,
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(portHTTP)}},
+			PeriodSeconds:    period,
+			TimeoutSeconds:   5,
+			FailureThreshold: 3,
 		}
+	}
+	args := []string{"run",
+		fmt.Sprintf("--leader-elect=%t", replicas > 1),
+		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
+		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
+	}
+	if len(o.Controllers) > 0 {
+		args = append(args, "--controllers="+strings.Join(o.Controllers, ","))
+	}
+	args = append(args, o.RunArgs...)
+	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	mount := func(volume string, sk SecretKey, file, flag string) {
+		if sk.Name == "" {
+			return
+		}
+		args = append(args, "--"+flag+"="+file)
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: path.Dir(file), ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sk.Name,
+			// a fixed file name whatever the key; no subPath, so a rotated Secret reaches the pod
+			Items:       []corev1.KeyToPath{{Key: sk.Key, Path: path.Base(file)}},
+			DefaultMode: ptr.To[int32](0o440), // read by the pod's group (fsGroup) only
+		}}})
+	}
+	mount("gitops-token", o.TokenSecret, TokenFile, "gitops-token-file")
+	mount("gitops-webhook", o.WebhookSecret, WebhookSecretFile, "gitops-webhook-secret-file")
+	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	if replicas > 1 {
+		strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
+		}}
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta(appsv1.SchemeGroupVersion.String(), "Deployment"),
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: operatorLabels()},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: podSelector()},
+			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: selector},
+				ObjectMeta: metav1.ObjectMeta{Labels: podSelector()},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: OperatorName,
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](NonRootUID),
+						RunAsGroup:     ptr.To[int64](NonRootUID),
+						FSGroup:        ptr.To[int64](NonRootUID),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
 						Name:  "operator",
 						Image: o.Image,
-						Args:  []string{"run"},
+						Args:  args,
 						Env: []corev1.EnvVar{
 							{Name: "OPERATOR_API_GROUP", Value: o.APIGroup},
 							{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
@@ -331,11 +414,11 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 							}},
 						},
 						Ports: []corev1.ContainerPort{
-							{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
-							{Name: "health", ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+							{Name: portMetrics, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+							{Name: portHTTP, ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
 						},
-						LivenessProbe:  probe("/healthz"),
-						ReadinessProbe: probe("/readyz"),
+						LivenessProbe:  probe("/healthz", 10),
+						ReadinessProbe: probe("/readyz", 5),
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{
 								corev1.ResourceCPU:    resource.MustParse("50m"),
@@ -346,16 +429,64 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							ReadOnlyRootFilesystem:   ptr.To(true),
+							RunAsNonRoot:             ptr.To(true),
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 						},
-						// The git clone cache lives under os.TempDir.
-						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+						VolumeMounts: mounts,
 					}},
-					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					Volumes: volumes,
 				},
 			},
 		},
 	}
+}
+
+// NonRootUID is the user and group the operator runs as: distroless's nonroot, which the
+// image (hack/image, Dockerfile) sets too.
+const NonRootUID = 65532
+
+// Container port names: portHTTP serves the webhook, /gitops and the probes.
+const (
+	portHTTP    = "http"
+	portMetrics = "metrics"
+)
+
+// Service returns the Service in front of the operator's pods: the push webhook
+// (POST /reconcile, any replica accepts it) on port 80 and the metrics on MetricsPort.
+func Service(o InstallOptions) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   typeMeta(corev1.SchemeGroupVersion.String(), "Service"),
+		ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: operatorLabels()},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: podSelector(),
+			Ports: []corev1.ServicePort{
+				{Name: "webhook", Port: 80, TargetPort: intstr.FromString(portHTTP), Protocol: corev1.ProtocolTCP},
+				{Name: portMetrics, Port: MetricsPort, TargetPort: intstr.FromString(portMetrics), Protocol: corev1.ProtocolTCP},
+			},
+		},
+	}
+}
+
+// PodDisruptionBudget returns the budget that keeps all but one replica up through a
+// voluntary disruption (a node drain); nil with one replica, where it would block drains.
+func PodDisruptionBudget(o InstallOptions) *policyv1.PodDisruptionBudget {
+	if o.Replicas <= 1 {
+		return nil
+	}
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   typeMeta(policyv1.SchemeGroupVersion.String(), "PodDisruptionBudget"),
+		ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: operatorLabels()},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: podSelector()},
+		},
+	}
+}
+
+func podSelector() map[string]string {
+	return map[string]string{kinds.LabelName: OperatorName, kinds.LabelInstance: OperatorName}
 }
 
 func operatorLabels() map[string]string {
