@@ -17,6 +17,14 @@ help: ## List the targets
 build: ## Build bin/operator
 	go build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
 
+image: ## Build the operator image without Docker into .cache/image (OCI layout and tarball)
+	go run ./hack/image build --version $(VERSION) --revision $$(git rev-parse HEAD) \
+		--created $$(git log -1 --format=%ct) --out $(CURDIR)/.cache/image
+
+image-push: image ## Push the image built by `make image` to $(REGISTRY)/operator:<version>
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make image-push REGISTRY=ghcr.io/openuniverse"; exit 1; }
+	go run ./hack/image push --registry $(REGISTRY) --out $(CURDIR)/.cache/image
+
 controlplane: ## Build the local control-plane binaries into the cache (idempotent)
 	hack/build-controlplane.sh
 
@@ -54,4 +62,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build controlplane test test-unit e2e bench generate verify fmt vet demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane test test-unit e2e bench generate verify fmt vet demo cluster-up cluster-down
