@@ -135,7 +135,8 @@ func run(o *runOptions) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
-	mux.Handle("/readyz", http.StripPrefix("/readyz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
+	ready := gitops.Readiness{"caches": cacheSynced(mgr)} // the sweep adds its own check
+	mux.Handle("/readyz", ready)
 
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds")); err != nil {
@@ -143,7 +144,7 @@ func run(o *runOptions) error {
 		}
 	}
 	if slices.Contains(o.Controllers, "gitops") {
-		if err := setupGitOps(mgr, cfg, o, mux, log); err != nil {
+		if err := setupGitOps(mgr, cfg, o, mux, ready, log); err != nil {
 			return err
 		}
 	}
@@ -171,7 +172,7 @@ func run(o *runOptions) error {
 
 // setupGitOps adds the git sweep (leader only) and its webhook and report endpoints. With
 // no repository configured the loop is off, and says so.
-func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, log logr.Logger) error {
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) error {
 	creds, err := o.Source.Credentials()
 	if err != nil {
 		return fmt.Errorf("--gitops-token-file: %w", err)
@@ -233,7 +234,32 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		}
 	}
 	sweeper.Routes(mux, wh)
+	ready["gitops"] = sweeper.Ready(func() bool { return isClosed(mgr.Elected()) })
 	return mgr.Add(sweeper)
+}
+
+// cacheSynced is the readiness check of the manager's caches: every informer started and
+// synced.
+func cacheSynced(mgr ctrl.Manager) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}
+}
+
+// isClosed reports whether ch is closed; mgr.Elected() is, from the start without leader
+// election.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // credsOrNil keeps a nil *TokenFile from becoming a non-nil interface.
