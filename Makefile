@@ -3,7 +3,8 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 export GOTOOLCHAIN := local
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# A semantic version, also the image tag: a release tag as git describes it, else v0.0.0-g<commit>.
+VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null | sed -E '/^v[0-9]/!s/^/v0.0.0-g/'),v0.0.0-dev)
 LDFLAGS := -X main.version=$(VERSION)
 # Where hack/build-controlplane.sh caches etcd, kube-apiserver, … (outside the checkout).
 export CONTROLPLANE_BIN_DIR ?= $(shell hack/build-controlplane.sh --dir)

@@ -104,7 +104,7 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("first install failed:\n%s", strings.Join(f, "\n"))
 	}
 	crds, _ := kinds.CRDs(o.APIGroup)
-	if want := len(crds) + 7; len(first) != want {
+	if want := len(crds) + 8; len(first) != want { // Namespace, 4 RBAC, ServiceAccount, Service, Deployment
 		t.Errorf("first install applied %d objects, want %d", len(first), want)
 	}
 	for _, r := range first {
@@ -142,7 +142,7 @@ func TestInstall(t *testing.T) {
 	}
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	ctr := containers[0].(map[string]any)
-	if ctr["image"] != o.Image || !slices.Equal(ctr["args"].([]any), []any{"run"}) {
+	if ctr["image"] != o.Image || !slices.Equal(ctr["args"].([]any), []any{"run", "--leader-elect=false", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080"}) {
 		t.Errorf("container image %v args %v", ctr["image"], ctr["args"])
 	}
 }
