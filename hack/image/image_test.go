@@ -144,7 +144,7 @@ func TestImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[h.Name] = h
+		files[strings.TrimSuffix(h.Name, "/")] = h
 		switch h.Name {
 		case "operator":
 			binary, _ = io.ReadAll(tr)
@@ -160,7 +160,7 @@ func TestImage(t *testing.T) {
 	if h := files["operator"]; h == nil || h.Mode != 0o755 || h.Uid != 0 {
 		t.Fatalf("/operator: %+v", h)
 	}
-	if h := files["tmp/"]; h == nil || h.Mode != 0o1777 {
+	if h := files["tmp"]; h == nil || h.Mode != 0o1777 {
 		t.Errorf("/tmp: %+v", h)
 	}
 	for name, h := range files {
