@@ -124,9 +124,13 @@ func (f *installFlags) complete() error {
 	case hasSource && f.o.WebhookSecret.Name == "":
 		return errors.New("a git source needs --gitops-webhook-secret: POST /reconcile refuses unsigned requests in the cluster")
 	}
+	if err := checkLoops(f.o.Controllers); err != nil {
+		return err
+	}
 	for _, c := range f.o.Controllers {
-		if c != "kinds" && c != "gitops" {
-			return fmt.Errorf("--controllers: unknown loop %q (want kinds, gitops)", c)
+		if c == loopDrive || c == loopAgents {
+			// their token files would need Secrets install does not mount yet
+			return fmt.Errorf("--controllers=%s: install does not configure the %s loop's token files; edit the Deployment that --print writes", strings.Join(f.o.Controllers, ","), c)
 		}
 	}
 	return nil

@@ -105,6 +105,7 @@ func TestInstallRefuses(t *testing.T) {
 		"source without webhook":   {[]string{"--github-repository", "o/u"}, "needs --gitops-webhook-secret"},
 		"source without the loop":  {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--controllers", "kinds"}, "runs no gitops loop"},
 		"unknown loop":             {[]string{"--controllers", "kinds,sweep"}, `unknown loop "sweep"`},
+		"a loop needing files":     {[]string{"--controllers", "kinds,drive"}, "does not configure the drive loop"},
 		"no replicas":              {[]string{"--replicas", "0"}, "want at least 1"},
 		"token secret without key": {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--gitops-token-secret", "t", "--gitops-token-secret-key", ""}, "needs a key"},
 	}
