@@ -18,10 +18,10 @@ func TestCRDsCommand(t *testing.T) {
 		wantErr bool
 	}{
 		"lux network kinds": {args: []string{"--lux-network-kinds"}, group: kinds.DefaultAPIGroup, lux: true},
-		"stdout":    {args: []string{"--api-group", "lux.cloud"}, group: "lux.cloud"},
-		"default":   {args: nil, group: kinds.DefaultAPIGroup},
-		"out dir":   {args: []string{"--api-group", "zoo.cloud"}, group: "zoo.cloud", toDir: true},
-		"bad group": {args: []string{"--api-group", "nodot"}, wantErr: true},
+		"stdout":            {args: []string{"--api-group", "lux.cloud"}, group: "lux.cloud"},
+		"default":           {args: nil, group: kinds.DefaultAPIGroup},
+		"out dir":           {args: []string{"--api-group", "zoo.cloud"}, group: "zoo.cloud", toDir: true},
+		"bad group":         {args: []string{"--api-group", "nodot"}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
