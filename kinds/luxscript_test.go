@@ -6,16 +6,20 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -246,5 +250,109 @@ func TestStakingKeysScript(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSnapshotScript runs the snapshot CronJob's script against an httptest object store: it
+// uploads a SigV4-signed archive and its sha256, and the archive holds the chain data and
+// never the staking keys or the node's $HOME.
+func TestSnapshotScript(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl with --aws-sigv4, tar and sha256sum, as the node image has")
+	}
+	type put struct {
+		path, auth string
+		body       []byte
+	}
+	var mu sync.Mutex
+	var puts []put
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		puts = append(puts, put{r.URL.Path, r.Header.Get("Authorization"), body})
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	s := v1.LuxRuntimeSpec{NetworkID: 1, Image: imageOf("r", "v1"), Validators: ptr.To[int32](3),
+		Storage: &v1.StorageSpec{Size: resource.MustParse("1Gi")}, Staking: &v1.Staking{SecretName: "keys"},
+		Replication: &v1.Replication{Enabled: true, S3Endpoint: srv.URL, S3Bucket: "snaps", S3Path: "mainnet", CredentialsSecret: "creds"}}
+	objs, err := buildLuxRuntimeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "CronJob" {
+			job = o
+		}
+	}
+	if job == nil {
+		t.Fatal("no snapshot CronJob")
+	}
+	cs, _, _ := unstructured.NestedSlice(job.Object, "spec", "jobTemplate", "spec", "template", "spec", "containers")
+	cmdList, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "command")
+	vols, _, _ := unstructured.NestedSlice(job.Object, "spec", "jobTemplate", "spec", "template", "spec", "volumes")
+	for _, v := range vols {
+		if sec, ok := v.(map[string]any)["secret"]; ok {
+			t.Errorf("the snapshot job mounts a Secret: %v", sec)
+		}
+	}
+	dir := t.TempDir()
+	for f, body := range map[string]string{
+		"data/db/000001.log": "chain", "data/chainData/x": "c", "data/genesis.bytes": "g",
+		"data/staking/staker.key": "SECRET-KEY", "data/.luxd/staking/signer.key": "SECRET-BLS", "work/.keep": "",
+	} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := strings.ReplaceAll(strings.ReplaceAll(cmdList[2], "cd /data", "cd "+dir+"/data"), "/work/", dir+"/work/")
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), "S3_ENDPOINT="+srv.URL, "S3_BUCKET=snaps", "S3_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("snapshot: %v\n%s", err, out)
+	}
+	if len(puts) != 2 {
+		t.Fatalf("%d uploads, want the archive and its sha256", len(puts))
+	}
+	for _, p := range puts {
+		if !strings.HasPrefix(p.auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") {
+			t.Errorf("PUT %s not SigV4-signed: %q", p.path, p.auth)
+		}
+		if !strings.HasPrefix(p.path, "/snaps/mainnet/luxd-node0-") {
+			t.Errorf("PUT %s outside snaps/mainnet", p.path)
+		}
+	}
+	sum := sha256.Sum256(puts[0].body)
+	if got := strings.TrimSpace(string(puts[1].body)); got != hex.EncodeToString(sum[:]) || puts[1].path != puts[0].path+".sha256" {
+		t.Errorf("sha256 %s at %s does not match the archive at %s", got, puts[1].path, puts[0].path)
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(puts[0].body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if strings.Contains(h.Name, "staking") || strings.Contains(h.Name, ".luxd") {
+			t.Errorf("the snapshot archives %s", h.Name)
+		}
+	}
+	if !slices.Contains(names, "db/000001.log") || !slices.Contains(names, "genesis.bytes") {
+		t.Errorf("the snapshot lacks the chain data: %v", names)
 	}
 }
