@@ -164,8 +164,8 @@ type luxPlan struct {
 //   - the generated ConfigMaps (inline content of a converted LuxNetwork);
 //   - the KMSSecret that projects the staking Secret when staking.kms is set;
 //   - StatefulSet <cr>: Parallel pod management (a fresh validator set only becomes healthy
-//     together), RollingUpdate with maxUnavailable = upgradeStrategy.maxUnavailable (default 1)
-//     and minReadySeconds, so a change rolls the validators a bounded number at a time, each
+//     together), RollingUpdate, one validator at a time (rollingUpdate.maxUnavailable only
+//     when upgradeStrategy.maxUnavailable is above 1) and minReadySeconds, so a change rolls the validators a bounded number at a time, each
 //     gated on readiness (GET /ext/health); the config hash on the pod template changes with
 //     any configuration, so a config change is a rollout. Init containers: seed-restore
 //     (verifies expectedHash before unpacking, never touches a non-empty data dir), fetch-plugins
@@ -709,15 +709,12 @@ func (p *luxPlan) statefulSet() (*appsv1.StatefulSet, error) {
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: o.meta(o.Name, p.id.labels),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(p.replicas),
-			Selector:            &metav1.LabelSelector{MatchLabels: maps.Clone(p.id.selector)},
-			ServiceName:         p.headless(),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			MinReadySeconds:     minReadySeconds,
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(p.maxUnavailable))},
-			},
+			Replicas:                             ptr.To(p.replicas),
+			Selector:                             &metav1.LabelSelector{MatchLabels: maps.Clone(p.id.selector)},
+			ServiceName:                          p.headless(),
+			PodManagementPolicy:                  appsv1.ParallelPodManagement,
+			MinReadySeconds:                      minReadySeconds,
+			UpdateStrategy:                       appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: retention, WhenScaled: retention},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
@@ -731,6 +728,12 @@ func (p *luxPlan) statefulSet() (*appsv1.StatefulSet, error) {
 				},
 			},
 		},
+	}
+	if p.maxUnavailable > 1 {
+		// One at a time is the StatefulSet controller's own rolling update. A larger bound
+		// needs the MaxUnavailableStatefulSet feature gate; an apiserver without it drops the
+		// field and rolls one at a time, the safe side (the PDB still allows maxUnavailable).
+		sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(p.maxUnavailable))}
 	}
 	if p.id.topologySpread {
 		sts.Spec.Template.Spec.TopologySpreadConstraints = topologySpread(p.replicas, p.id.selector)
