@@ -17,6 +17,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 
+// luxNetworkKey marks the luxfi CRDs installed (lux.network and secrets.lux.network, the same
+// in every universe).
+const luxNetworkKey = "lux.network CRDs"
+
 var installed struct {
 	sync.Mutex
 	groups map[string]bool
@@ -31,6 +35,20 @@ func apiServerWith(t *testing.T, groups ...string) *rest.Config {
 	defer installed.Unlock()
 	if installed.groups == nil {
 		installed.groups = map[string]bool{}
+	}
+	if !installed.groups[luxNetworkKey] {
+		crds, err := kinds.LuxNetworkCRDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ptrs []*apiextensionsv1.CustomResourceDefinition
+		for i := range crds {
+			ptrs = append(ptrs, &crds[i])
+		}
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: ptrs}); err != nil {
+			t.Fatalf("install the lux.network CRDs: %v", err)
+		}
+		installed.groups[luxNetworkKey] = true
 	}
 	for _, group := range groups {
 		if installed.groups[group] {

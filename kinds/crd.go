@@ -35,6 +35,54 @@ var generatedDirs = []struct{ dir, placeholder string }{
 //go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml
 var generated embed.FS
 
+// The luxfi operator's CRDs, unchanged (crd/luxnetwork/README.md).
+//
+//go:embed crd/luxnetwork/*.yaml
+var luxNetworkCRDs embed.FS
+
+// LuxNetworkCRDs returns the CRDs of the lux.network/v1alpha1 Kinds and the
+// secrets.lux.network/v1alpha1 KMSSecret, sorted by name, exactly as the luxfi operator
+// serves them. The caller owns the returned CRDs.
+func LuxNetworkCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(luxNetworkCRDs, "crd/luxnetwork/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := luxNetworkCRDs.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f, err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path.Base(f), err)
+		}
+		out = append(out, crd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// LuxNetworkBundle is the luxfi CRD files as one YAML stream, each document starting with
+// "---", byte for byte as shipped: what `operator crds --lux-network-kinds` appends.
+func LuxNetworkBundle() ([]byte, error) {
+	files, err := fs.Glob(luxNetworkCRDs, "crd/luxnetwork/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for _, f := range files {
+		data, err := luxNetworkCRDs.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f, err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return b.Bytes(), nil
+}
+
 // CRDs returns the CustomResourceDefinitions served in universe group, sorted by name. The
 // universe Kinds, the legacy v1alpha1 Kinds and the HIP-era placements get <group>, the kms
 // family kms.<group> and the chain family bootno.de; spec.group and metadata.name are the only

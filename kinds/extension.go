@@ -106,4 +106,44 @@ var Extensions = []Extension{
 		Reason: "HIP-414 gives each chain's genesis inline",
 		Read:   "dropped by hip.ToNetwork; the canonical Network has no genesis",
 	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "upgradeConfigMap",
+		Reason: "a lux.network LuxNetwork (testdata/luxnetwork) carries an upgrade config; the contract's LuxRuntime has no field for it",
+		Read:   "the node's --upgrade-file from the ConfigMap's upgrade.json",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "nodeConfigMap",
+		Reason: "a LuxNetwork's spec.config (the node config file)",
+		Read:   "the node's --config-file from the ConfigMap's config.json",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "trackAllChains",
+		Reason: "a LuxNetwork's chainTracking.trackAllChains (every luxfi network CR sets it)",
+		Read:   "--track-all-chains instead of --track-chains",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "nodeFlags",
+		Reason: "a LuxNetwork's consensus, api, dbType, networkCompressionType and importChainData flags",
+		Read:   "passed as --<name>=<value> in name order; a flag the builder sets is refused",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "upgradeStrategy",
+		Reason: "a LuxNetwork's upgradeStrategy.maxUnavailable",
+		Read:   "the StatefulSet's rollingUpdate.maxUnavailable and the PDB",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "startupGate",
+		Reason: "a LuxNetwork's startupGate (luxfi mainnet sets onTimeout and timeoutSeconds)",
+		Read:   "the startup-gate init container",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "chains[].alias",
+		Reason: "a LuxNetwork's chains[].alias and chainAliases",
+		Read:   "--chain-aliases-file-content",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"LuxRuntime"}, Field: "chains[].trackingID",
+		Reason: "a LuxNetwork's chains[].trackingId",
+		Read:   "--track-chains names it instead of chainID",
+	},
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openuniverse/operator/kinds/hip"
+	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/kinds/v1alpha1"
 )
@@ -66,5 +67,6 @@ func AddToScheme(s *runtime.Scheme, group string) error {
 			return err
 		}
 	}
-	return nil
+	// The luxfi operator's Kinds are registered in every universe: their groups are fixed.
+	return luxnetwork.AddToScheme(s)
 }

@@ -38,44 +38,6 @@ func luxPorts(staking, http int32) []v1.ServicePort {
 	return []v1.ServicePort{{Name: "staking", ContainerPort: staking}, {Name: "http", ContainerPort: http}}
 }
 
-// buildLuxRuntime renders the LuxNetwork-lineage workload of a LuxRuntime (wire-contract §11):
-//
-//   - StatefulSet <cr>: component validator (the LuxNetwork component; the engine luxd,
-//     hanzod or zood is the image's business and changes no object), one container <cr> running
-//     spec.image with ports staking (stakingPort, default 9631) and http (httpPort, default
-//     9630), spec.resources, replicas = validators (0 scales to zero and keeps the objects),
-//     else 1, the claim template data (or storage.volumeName) from spec.storage mounted at
-//     /data, spec.labels on every object, spec.annotations on the pod template and
-//     spec.imagePullSecrets.
-//   - headless Service <cr>-headless (the LuxNetwork name, not -hs) and ClusterIP Service
-//     <cr>, both on the same two ports.
-//
-// No argument or environment variable carries networkID, networkName, engine or chains: the
-// contract defines none and the Rust reconciler passes none, so the image must know its network.
-// Not materialized: chains, genesisConfigMap, pluginSource, tenantImports, tenantNetworks,
-// seedRestore (no restore Job or init container), exportSchedules (no CronJobs), replication,
-// staking (no key material is mounted) and wipeOnRecreate. A missing image is InvalidSpec.
-func buildLuxRuntime(o owner, s *v1.LuxRuntimeSpec) ([]*unstructured.Unstructured, error) {
-	if s.Image == nil || s.Image.Repository == "" {
-		return nil, invalidSpec("LuxRuntime %s/%s: image.repository is required", o.Namespace, o.Name)
-	}
-	img := *s.Image
-	labels := withLabels(standardLabels(o.Name, "validator", "", imageTag(&img)), s.Labels)
-	w := &stateful{
-		headless:         o.Name + luxHeadlessSuffix,
-		image:            &img,
-		replicas:         deref32(s.Validators, defaultLuxRuntimeReplicas),
-		ports:            luxPorts(s.StakingPort, s.HTTPPort),
-		storage:          s.Storage,
-		mountPath:        luxDataPath,
-		labels:           labels,
-		podAnnotations:   s.Annotations,
-		resources:        s.Resources,
-		imagePullSecrets: secretRefs(s.ImagePullSecrets),
-	}
-	return objects(w.children(o, labels)...)
-}
-
 // buildNodeFleet renders the two groups of a NodeFleet ("one archive serves N state-sync
 // replicas"), each a StatefulSet of spec.image with ports staking (stakingPort, default 9631)
 // and http (httpPort, default 9630) and spec.imagePullSecrets:

@@ -45,7 +45,7 @@ func TestLuxPlacementsBuildAlike(t *testing.T) {
 		canon, h kinds.Object
 		want     int
 	}{
-		"LuxRuntime": {"LuxRuntime", &v1.LuxRuntime{ObjectMeta: objMeta("l"), Spec: lux}, &hip.LuxRuntime{ObjectMeta: objMeta("l"), Spec: lux}, 3},
+		"LuxRuntime": {"LuxRuntime", &v1.LuxRuntime{ObjectMeta: objMeta("l"), Spec: lux}, &hip.LuxRuntime{ObjectMeta: objMeta("l"), Spec: lux}, 4},
 		"NodeFleet":  {"NodeFleet", &v1.NodeFleet{ObjectMeta: objMeta("f"), Spec: fleet}, &hip.NodeFleet{ObjectMeta: objMeta("f"), Spec: fleet}, 5},
 	}
 	for name, c := range cases {
@@ -67,14 +67,15 @@ func TestLuxPlacementsBuildAlike(t *testing.T) {
 
 // TestLuxNaming: LuxRuntime keeps the LuxNetwork names (headless <cr>-headless), NodeFleet
 // names its groups <cr>-archive and <cr>-state-sync; each StatefulSet's serviceName is its
-// headless Service and the defaults are replicas 1, ports 9631/9630.
+// headless Service and the defaults are replicas 1, ports 9631/9630, and the node's flags
+// carry the network and ports.
 func TestLuxNaming(t *testing.T) {
-	objs := mustBuild(t, canonRef("LuxRuntime"), &v1.LuxRuntime{ObjectMeta: objMeta("main"), Spec: v1.LuxRuntimeSpec{Image: imageOf("r", "")}})
+	objs := mustBuild(t, canonRef("LuxRuntime"), &v1.LuxRuntime{ObjectMeta: objMeta("main"), Spec: v1.LuxRuntimeSpec{NetworkID: 7, Image: imageOf("r", "")}})
 	var names []string
 	for _, o := range objs {
 		names = append(names, o.GetKind()+"/"+o.GetName())
 	}
-	if diff := cmp.Diff([]string{"StatefulSet/main", "Service/main", "Service/main-headless"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"StatefulSet/main", "Service/main", "Service/main-headless", "PodDisruptionBudget/main"}, names); diff != "" {
 		t.Errorf("LuxRuntime objects (-want +got):\n%s", diff)
 	}
 	sts := findKind(t, objs, "StatefulSet")
@@ -88,8 +89,9 @@ func TestLuxNaming(t *testing.T) {
 	if p := ps.Containers[0].Ports; len(p) != 2 || p[0].Name != "staking" || p[0].ContainerPort != 9631 || p[1].Name != "http" || p[1].ContainerPort != 9630 {
 		t.Errorf("ports %+v", p)
 	}
-	if len(ps.Containers[0].Env) != 0 || len(ps.Containers[0].Args) != 0 {
-		t.Errorf("invented env %v or args %v", ps.Containers[0].Env, ps.Containers[0].Args)
+	wantArgs := []string{"--network-id=7", "--http-host=0.0.0.0", "--http-port=9630", "--staking-port=9631", "--public-ip=$(POD_IP)", "--data-dir=/data", "--db-dir=/data/db"}
+	if diff := cmp.Diff(wantArgs, ps.Containers[0].Args); diff != "" {
+		t.Errorf("node flags (-want +got):\n%s", diff)
 	}
 
 	objs = mustBuild(t, canonRef("NodeFleet"), &v1.NodeFleet{ObjectMeta: objMeta("f"), Spec: v1.NodeFleetSpec{Image: imageOf("r", "")}})

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -84,6 +85,11 @@ func (e Entry) GroupVersionKind(group string) schema.GroupVersionKind {
 		return schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: e.Kind}
 	case PlacementHIP:
 		return schema.GroupVersionKind{Group: group, Version: v1.Version, Kind: e.Kind}
+	case PlacementLuxNetwork:
+		if e.Kind == "KMSSecret" {
+			return luxnetwork.SecretsGroupVersion.WithKind(e.Kind)
+		}
+		return luxnetwork.GroupVersion.WithKind(e.Kind)
 	default:
 		return schema.GroupVersionKind{Group: e.Family.Group(group), Version: v1.Version, Kind: e.Kind}
 	}
@@ -107,7 +113,7 @@ type Registry map[Ref]Entry
 
 // Lookup returns the entry serving gvk in universe group.
 func (r Registry) Lookup(gvk schema.GroupVersionKind, group string) (Entry, bool) {
-	for _, p := range []Placement{PlacementCanonical, PlacementV1alpha1, PlacementHIP} {
+	for _, p := range []Placement{PlacementCanonical, PlacementV1alpha1, PlacementHIP, PlacementLuxNetwork} {
 		if e, ok := r[Ref{p, gvk.Kind}]; ok && e.GroupVersionKind(group) == gvk {
 			return e, true
 		}

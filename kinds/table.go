@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/kinds/hip"
+	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/kinds/v1alpha1"
 )
@@ -22,6 +23,7 @@ func Builtin() Registry {
 		canon  = PlacementCanonical
 		legacy = PlacementV1alpha1
 		hipera = PlacementHIP
+		luxfi  = PlacementLuxNetwork
 		uni    = FamilyUniverse
 		kms    = FamilyKMS
 		chain  = FamilyChain
@@ -77,7 +79,7 @@ func Builtin() Registry {
 		entry(canon, "Validator", chain, newOf[v1.Validator], nothing[*v1.Validator]),
 		entry(canon, "LuxRuntime", chain, newOf[v1.LuxRuntime], func(cr *v1.LuxRuntime, o owner) (built, error) {
 			return buildLuxRuntime(o, &cr.Spec)
-		}, statefulOwns...),
+		}, luxNodeOwns...),
 		entry(canon, "NodeFleet", chain, newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
 			return buildNodeFleet(o, &cr.Spec)
 		}, statefulOwns...),
@@ -124,11 +126,30 @@ func Builtin() Registry {
 		entry(hipera, "Validator", uni, newOf[hip.Validator], nothing[*hip.Validator]),
 		entry(hipera, "LuxRuntime", uni, newOf[hip.LuxRuntime], func(cr *hip.LuxRuntime, o owner) (built, error) {
 			return buildLuxRuntime(o, &hip.ToLuxRuntime(cr).Spec)
-		}, statefulOwns...),
+		}, luxNodeOwns...),
 		entry(hipera, "NodeFleet", uni, newOf[hip.NodeFleet], func(cr *hip.NodeFleet, o owner) (built, error) {
 			return buildNodeFleet(o, &hip.ToNodeFleet(cr).Spec)
 		}, statefulOwns...),
 		entry(hipera, "Subnet", uni, newOf[hip.Subnet], nothing[*hip.Subnet]),
+
+		// The luxfi operator's Kinds at lux.network/v1alpha1 and secrets.lux.network/v1alpha1,
+		// from its own CRDs. LuxNetwork converts to LuxRuntime and builds with the node builder
+		// under the luxfi names, labels and selectors.
+		entry(luxfi, "LuxNetwork", chain, newOf[luxnetwork.LuxNetwork], buildLuxNetwork, luxNetworkOwns...),
+		entry(luxfi, "LuxChain", chain, newOf[luxnetwork.LuxChain], luxDeclared[*luxnetwork.LuxChain](v1.PhasePending,
+			"a chain is served when its network lists it: add it to the LuxNetwork's spec.chains (this operator never edits another CR)")),
+		entry(luxfi, "LuxIndexer", chain, newOf[luxnetwork.LuxIndexer], luxDeclared[*luxnetwork.LuxIndexer](v1.PhasePending,
+			"stored unchanged; its conversion to Indexer (Deployment <cr>-indexer, managed Postgres) is not built yet")),
+		entry(luxfi, "LuxExplorer", chain, newOf[luxnetwork.LuxExplorer], luxDeclared[*luxnetwork.LuxExplorer](v1.PhasePending,
+			"stored unchanged; its conversion to Explorer (Deployment <cr>-explorer) is not built yet")),
+		entry(luxfi, "LuxGateway", chain, newOf[luxnetwork.LuxGateway], luxDeclared[*luxnetwork.LuxGateway](v1.PhasePending,
+			"stored unchanged; its conversion to Gateway (<cr>-gateway-config, Deployment <cr>-gateway) is not built yet")),
+		entry(luxfi, "LuxMPC", chain, newOf[luxnetwork.LuxMPC], luxDeclared[*luxnetwork.LuxMPC](v1.PhasePending,
+			"stored unchanged; its conversion to MPC (StatefulSet <cr>-mpc-node) is not built yet")),
+		entry(luxfi, "KMSSecret", kms, newOf[luxnetwork.KMSSecret], func(_ *luxnetwork.KMSSecret, o owner) (built, error) {
+			return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonDelegated,
+				Message: fmt.Sprintf("KMSSecret %s/%s: the secrets.lux.network KMS operator fills its Secrets; this operator declares it and builds nothing", o.Namespace, o.Name)}
+		}),
 	)
 }
 

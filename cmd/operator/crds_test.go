@@ -14,12 +14,14 @@ func TestCRDsCommand(t *testing.T) {
 		args    []string
 		group   string
 		toDir   bool
+		lux     bool
 		wantErr bool
 	}{
-		"stdout":    {args: []string{"--api-group", "lux.cloud"}, group: "lux.cloud"},
-		"default":   {args: nil, group: kinds.DefaultAPIGroup},
-		"out dir":   {args: []string{"--api-group", "zoo.cloud"}, group: "zoo.cloud", toDir: true},
-		"bad group": {args: []string{"--api-group", "nodot"}, wantErr: true},
+		"lux network kinds": {args: []string{"--lux-network-kinds"}, group: kinds.DefaultAPIGroup, lux: true},
+		"stdout":            {args: []string{"--api-group", "lux.cloud"}, group: "lux.cloud"},
+		"default":           {args: nil, group: kinds.DefaultAPIGroup},
+		"out dir":           {args: []string{"--api-group", "zoo.cloud"}, group: "zoo.cloud", toDir: true},
+		"bad group":         {args: []string{"--api-group", "nodot"}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -46,6 +48,19 @@ func TestCRDsCommand(t *testing.T) {
 			want, err := kinds.Bundle(tc.group)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.lux {
+				lux, err := kinds.LuxNetworkBundle()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, lux...)
+				for _, k := range []string{"luxnetworks.lux.network", "luxchains.lux.network", "luxindexers.lux.network", "luxexplorers.lux.network",
+					"luxgateways.lux.network", "luxmpcs.lux.network", "kmssecrets.secrets.lux.network"} {
+					if !bytes.Contains(stdout.Bytes(), []byte("name: "+k+"\n")) {
+						t.Errorf("--lux-network-kinds prints no CRD %s", k)
+					}
+				}
 			}
 			got := stdout.Bytes()
 			if tc.toDir {

@@ -58,6 +58,60 @@ type LuxRuntimeSpec struct {
 	Replication *Replication `json:"replication,omitempty"`
 	// +optional
 	Staking *Staking `json:"staking,omitempty"`
+
+	// The fields below are served beyond crd-contract.json (kinds.Extensions): they carry what a
+	// lux.network/v1alpha1 LuxNetwork says and the contract's LuxRuntime cannot.
+
+	// UpgradeConfigMap names a ConfigMap whose upgrade.json is the node's --upgrade-file.
+	// +optional
+	UpgradeConfigMap string `json:"upgradeConfigMap,omitempty"`
+	// NodeConfigMap names a ConfigMap whose config.json is the node's --config-file (flags the
+	// operator sets win over it).
+	// +optional
+	NodeConfigMap string `json:"nodeConfigMap,omitempty"`
+	// TrackAllChains passes --track-all-chains instead of --track-chains.
+	// +optional
+	TrackAllChains bool `json:"trackAllChains,omitempty"`
+	// NodeFlags are further node flags (name without the leading dashes to value), passed in
+	// name order. A flag the operator sets itself is refused.
+	// +optional
+	NodeFlags map[string]string `json:"nodeFlags,omitempty"`
+	// +optional
+	UpgradeStrategy *LuxUpgradeStrategy `json:"upgradeStrategy,omitempty"`
+	// +optional
+	StartupGate *LuxStartupGate `json:"startupGate,omitempty"`
+}
+
+// LuxUpgradeStrategy bounds a rollout of the validators.
+type LuxUpgradeStrategy struct {
+	// MaxUnavailable is the most validators down at once during a rollout and in the PDB;
+	// default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
+}
+
+// LuxStartupGate holds a validator until enough peers answer on their staking port.
+type LuxStartupGate struct {
+	// Enabled defaults to true when there is more than one validator.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// MinPeers is the number of other validators to wait for (capped at validators-1); default 1.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinPeers *int32 `json:"minPeers,omitempty"`
+	// TimeoutSeconds is how long to wait; default 300.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// CheckIntervalSeconds is the pause between rounds; default 5.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	CheckIntervalSeconds *int32 `json:"checkIntervalSeconds,omitempty"`
+	// OnTimeout is StartAnyway (default) or Fail.
+	// +kubebuilder:validation:Enum=StartAnyway;Fail
+	// +optional
+	OnTimeout string `json:"onTimeout,omitempty"`
 }
 
 // LuxChainSpec is a chain a runtime tracks.
@@ -72,6 +126,13 @@ type LuxChainSpec struct {
 	BootstrapBlocking *bool `json:"bootstrapBlocking,omitempty"`
 	// +optional
 	Component string `json:"component,omitempty"`
+	// Alias is an alias of the chain (--chain-aliases-file-content); served beyond the contract.
+	// +optional
+	Alias string `json:"alias,omitempty"`
+	// TrackingID is the ID --track-chains names for this chain (its subnet), when it is not
+	// chainID; served beyond the contract.
+	// +optional
+	TrackingID string `json:"trackingID,omitempty"`
 }
 
 // PluginSource fetches VM plugins before the node starts.
