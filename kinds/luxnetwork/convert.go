@@ -46,6 +46,7 @@ const (
 const defaultEVMConfig = `{"admin-api-enabled":true,"eth-apis":["eth","eth-filter","net","web3","internal-eth","internal-blockchain","internal-transaction","internal-tx-pool","internal-account","internal-personal","debug","internal-debug","admin"],"rpc-gas-cap":50000000,"rpc-tx-fee-cap":100,"pruning-enabled":false,"allow-unfinalized-queries":true,"allow-unprotected-txs":true,"log-level":"info","state-sync-enabled":false,"allow-missing-tries":true}`
 
 // FieldError is a LuxNetwork field this operator refuses: Field names it, Why says why.
+// +kubebuilder:object:generate=false
 type FieldError struct {
 	Field, Why string
 }
@@ -54,6 +55,7 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Why }
 
 // Takeover is what the luxfi operator's objects look like, beyond what a LuxRuntime spec says:
 // the builder applies it so that a taken-over network keeps its StatefulSet.
+// +kubebuilder:object:generate=false
 type Takeover struct {
 	// Labels are the three common labels; they are also the selector of the StatefulSet, the
 	// pod template, the Services and the PDB.
