@@ -44,6 +44,9 @@ import (
 
 const group = "hanzo.ai"
 
+// TestMain stops the apiserver the tests start.
+func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
+
 func setupAPI(t *testing.T) client.Client {
 	t.Helper()
 	cfg := testbed.APIServer(t)
