@@ -182,7 +182,7 @@ func Select(p *Policy, current string, tags, failed []string) (Selection, error)
 		tag := pick(c.tags, cur)
 		if tag.Raw == "" || failedTags[tag.Raw] {
 			if sel.Held == "" {
-				sel.Held = fmt.Sprintf("%s has no tag in the shape of %q", c.key.Original(), current)
+				sel.Held = fmt.Sprintf("%s has no tag in the shape of %q", c.tags[0].Raw, current)
 			}
 			continue
 		}
