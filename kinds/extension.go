@@ -146,4 +146,29 @@ var Extensions = []Extension{
 		Reason: "a LuxNetwork's chains[].trackingId",
 		Read:   "--track-chains names it instead of chainID",
 	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"ImageUpdate"}, Field: "insecure",
+		Reason: "issue 12: plain HTTP to a non-loopback registry only when the CR says so",
+		Read:   "upgrade/image.Reconciler",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"ImageUpdate"}, Field: "pushBranch",
+		Reason: "issue 12: commit to a branch instead of writebackRef, never force-pushed (Flux's git.push.branch)",
+		Read:   "upgrade/image.Reconciler",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"ImageUpdate"}, Field: "commitMessage",
+		Reason: "issue 12: the commit message, a template over repository and old and new tag (Flux's messageTemplate)",
+		Read:   "upgrade/image.Reconciler",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"ImageUpdate"}, Field: "commitAuthor",
+		Reason: "issue 12: the commit author and committer (Flux's git.commit.author)",
+		Read:   "upgrade/image.Reconciler",
+	},
+	{
+		Placement: PlacementCanonical, Kinds: []string{"ImageUpdate"}, Field: "signingKeySecret",
+		Reason: "issue 12: OpenPGP-signed commits, key git.asc (Flux's signingKey)",
+		Read:   "upgrade/image.Reconciler",
+	},
 }

@@ -90,7 +90,7 @@ func Builtin() Registry {
 		// Kinds whose loops act outside the cluster's object graph: no children.
 		entry(canon, "Static", uni, newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
 		withLoop("agents", entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
-		entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], loopLater[*v1.ImageUpdate]("the registry-to-git image update loop")),
+		withLoop("imageupdate", entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
 		entry(canon, "KMSSecret", kms, newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.

@@ -26,9 +26,11 @@ const (
 	loopDrive   = "drive"
 	loopTenants = "tenants"
 	loopAgents  = "agents"
+	// loopImageUpdate is the ImageUpdate controller (upgrade/image).
+	loopImageUpdate = "imageupdate"
 )
 
-var loops = []string{loopKinds, loopGitOps, loopDrive, loopTenants, loopAgents}
+var loops = []string{loopKinds, loopGitOps, loopDrive, loopTenants, loopAgents, loopImageUpdate}
 
 // driveOptions configures the drive, tenants and agents loops.
 type driveOptions struct {

@@ -60,7 +60,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe Kinds (hanzo.ai, lux.cloud, zoo.cloud, osage.cloud, …).")
 	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; holds the leader-election Lease.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository), drive (the apps drive loop), tenants (tenant namespace onboarding), agents (AgentDeployment).")
+	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops", "imageupdate"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository), drive (the apps drive loop), tenants (tenant namespace onboarding), agents (AgentDeployment), imageupdate (registry tags committed to git).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz, /readyz, POST /reconcile and GET /gitops.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect one leader through a Lease; only the leader writes.")
@@ -143,8 +143,18 @@ func run(o *runOptions) error {
 			return err
 		}
 	}
+	var sweep func() // starts the git sweep now; nil while it is off
 	if slices.Contains(o.Controllers, "gitops") {
-		if err := setupGitOps(mgr, cfg, o, mux, ready, log); err != nil {
+		if sweep, err = setupGitOps(mgr, cfg, o, mux, ready, log); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.Controllers, "imageupdate") {
+		creds, err := o.Source.Credentials()
+		if err != nil {
+			return fmt.Errorf("--gitops-token-file: %w", err)
+		}
+		if err := setupImageUpdate(mgr, o, creds, sweep); err != nil {
 			return err
 		}
 	}
@@ -172,47 +182,47 @@ func run(o *runOptions) error {
 
 // setupGitOps adds the git sweep (leader only) and its webhook and report endpoints. With
 // no repository configured the loop is off, and says so.
-func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) error {
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (func(), error) {
 	creds, err := o.Source.Credentials()
 	if err != nil {
-		return fmt.Errorf("--gitops-token-file: %w", err)
+		return nil, fmt.Errorf("--gitops-token-file: %w", err)
 	}
 	var src source.Source
 	switch {
 	case o.Git.URL != "" && o.GitHub.Repository != "":
-		return errors.New("set one of --git-url and --github-repository, not both")
+		return nil, errors.New("set one of --git-url and --github-repository, not both")
 	case o.Git.URL != "":
 		src, err = gitclone.New(credsOrNil(creds), o.Git)
 	case o.GitHub.Repository != "":
 		src, err = github.New(credsOrNil(creds), o.GitHub)
 	default:
 		log.Info("git sweep off: no --git-url or --github-repository")
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("git source: %w", err)
+		return nil, fmt.Errorf("git source: %w", err)
 	}
 	scope, err := o.GitOps.Scope(o.Namespace)
 	if err != nil {
-		return fmt.Errorf("gitops scope: %w", err)
+		return nil, fmt.Errorf("gitops scope: %w", err)
 	}
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, o.GitOps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sweeper.Recorder = mgr.GetEventRecorder(reconcile.RecorderGitOps)
 	var secret *source.TokenFile
 	if o.GitOps.WebhookSecretFile != "" {
 		if secret, err = source.OpenTokenFile(o.GitOps.WebhookSecretFile); err != nil {
-			return fmt.Errorf("--gitops-webhook-secret-file: %w", err)
+			return nil, fmt.Errorf("--gitops-webhook-secret-file: %w", err)
 		}
 		if err := mgr.Add(watchFile(secret, log.WithName("webhook-secret"))); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if creds != nil {
 		if err := mgr.Add(watchFile(creds, log.WithName("token"))); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	wh := sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook"))
@@ -220,7 +230,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		// a standby accepts webhooks too and relays them to the leader
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now}
 		var leading atomic.Bool
@@ -230,12 +240,15 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			return relay.Watch(ctx, sweeper.Trigger(), ctrl.Log.WithName("webhook-relay"))
 		}))
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	sweeper.Routes(mux, wh)
 	ready["gitops"] = sweeper.Ready(func() bool { return isClosed(mgr.Elected()) })
-	return mgr.Add(sweeper)
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, err
+	}
+	return func() { sweeper.Trigger().Fire() }, nil
 }
 
 // cacheSynced is the readiness check of the manager's caches: every informer started and

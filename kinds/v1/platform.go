@@ -261,6 +261,30 @@ type ImageUpdateSpec struct {
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 	// +optional
 	RegistrySecret string `json:"registrySecret,omitempty"`
+	// Insecure allows plain HTTP to a registry that is not on loopback.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+	// PushBranch receives the commits instead of writebackRef: created from it when missing,
+	// never force-pushed.
+	// +optional
+	PushBranch string `json:"pushBranch,omitempty"`
+	// CommitMessage is a Go template over .Repository, .OldTag, .NewTag, .Namespace, .Name
+	// and .Path; empty means "imageupdate: bump <repository> <old> -> <new>".
+	// +optional
+	CommitMessage string `json:"commitMessage,omitempty"`
+	// +optional
+	CommitAuthor *CommitAuthor `json:"commitAuthor,omitempty"`
+	// SigningKeySecret names a Secret whose git.asc (and optional passphrase) signs commits.
+	// +optional
+	SigningKeySecret string `json:"signingKeySecret,omitempty"`
+}
+
+// CommitAuthor is the author and committer of write-back commits.
+type CommitAuthor struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	Email string `json:"email"`
 }
 
 // ImageUpdateStatus is the status of ImageUpdate.
@@ -272,6 +296,9 @@ type ImageUpdateStatus struct {
 	LastPushedTag string `json:"lastPushedTag,omitempty"`
 	// +optional
 	LastPushTime *metav1.Time `json:"lastPushTime,omitempty"`
+	// LastCommit is the SHA of the last write-back commit.
+	// +optional
+	LastCommit string `json:"lastCommit,omitempty"`
 }
 
 // ImageUpdate keeps an image tag in git at the newest tag its policy allows.

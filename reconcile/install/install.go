@@ -255,7 +255,8 @@ var (
 //     read, create, patch and delete (the controllers prune children by owner uid);
 //   - Pods: read (a controller explains a workload stuck on its pods);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
-//   - Events (core and events.k8s.io): create and patch.
+//   - Events (core and events.k8s.io): create and patch;
+//   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched).
 //
 // The Lease lives in a Role of the operator's namespace. Rules are sorted by API group,
 // resources within a rule by name.
@@ -296,6 +297,7 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 			rule(g, []string{"namespaces"}, verbsCR)
 			rule(g, []string{"pods"}, verbsRead)
 			rule(g, []string{"events"}, verbsEvents)
+			rule(g, []string{"secrets"}, []string{"get"}) // an ImageUpdate's registry, git and signing Secrets
 		}
 	}
 	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)

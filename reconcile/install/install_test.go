@@ -255,6 +255,7 @@ func TestClusterRole(t *testing.T) {
 		"events":            {"/events", []string{"create", "patch"}},
 		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
 		"no leases cluster": {"coordination.k8s.io/leases", nil},
+		"secrets":           {"/secrets", []string{"get"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
