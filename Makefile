@@ -54,6 +54,9 @@ fmt: ## gofmt the tree
 vet: ## go vet
 	go vet ./...
 
+lint: ## golangci-lint (pinned in hack/lint/go.mod, built once into the cache): the design's import rules and more
+	$$(hack/build-lint.sh) run ./...
+
 demo: controlplane build ## Start a control plane and git server and run the operator on the example universe
 	hack/demo.sh
 
@@ -63,4 +66,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build image image-push controlplane test test-unit e2e bench generate verify fmt vet demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane test test-unit e2e bench generate verify fmt vet lint demo cluster-up cluster-down

@@ -232,7 +232,7 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 func ownedBy(u *unstructured.Unstructured, manager string) string {
 	for _, mf := range u.GetManagedFields() {
 		if mf.Manager == manager && mf.Subresource == "" && mf.FieldsV1 != nil {
-			return string(mf.FieldsV1.Raw)
+			return mf.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -60,7 +60,7 @@ func sanitizeDomain(d string) string {
 	d = strings.ReplaceAll(strings.ToLower(d), "*", "wildcard")
 	b := []byte(d)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
 			b[i] = '-'
 		}
 	}

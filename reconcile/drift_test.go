@@ -20,7 +20,7 @@ func withManaged(entries ...entry) *unstructured.Unstructured {
 	var mf []metav1.ManagedFieldsEntry
 	for _, e := range entries {
 		mf = append(mf, metav1.ManagedFieldsEntry{Manager: e.manager, Operation: metav1.ManagedFieldsOperationUpdate,
-			Subresource: e.subresource, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(e.fields)}})
+			Subresource: e.subresource, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(e.fields)})
 	}
 	u.SetManagedFields(mf)
 	return u

@@ -20,7 +20,7 @@ func TestClassify(t *testing.T) {
 	}
 	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	const (
 		replicas = `{"f:spec":{"f:replicas":{}}}`

@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/fluxcd/pkg/ssa/normalize"
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
@@ -21,60 +17,6 @@ import (
 
 // Mask replaces every Secret value render and diff print.
 const Mask = "***"
-
-// StdinPath is the file name objects read from standard input are reported under.
-const StdinPath = "stdin.yaml"
-
-// ReadManifests reads the manifests at path into a Snapshot that source.Parse accepts: a
-// directory is walked recursively for .yaml and .yml files, a single file is read whatever
-// its name, and "-" reads stdin (reported as StdinPath). Paths keep the form the user gave,
-// slash separated, sorted.
-func ReadManifests(path string, stdin io.Reader) (*source.Snapshot, error) {
-	if path == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read stdin: %w", err)
-		}
-		return &source.Snapshot{Files: []source.File{{Path: StdinPath, Data: data}}}, nil
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("read manifests: %w", err)
-	}
-	if !info.IsDir() {
-		if !source.IsManifest(path) {
-			return nil, fmt.Errorf("read %s: not a .yaml or .yml file", path)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("read manifests: %w", err)
-		}
-		return &source.Snapshot{Files: []source.File{{Path: filepath.ToSlash(path), Data: data}}}, nil
-	}
-	var files []source.File
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir // a checkout's git store; a Snapshot never holds it
-		}
-		if d.IsDir() || !source.IsManifest(p) {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files = append(files, source.File{Path: filepath.ToSlash(p), Data: data})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read manifests under %s: %w", path, err)
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return &source.Snapshot{Files: files}, nil
-}
 
 // Rendered is what one input object stands for: a custom resource a Kind serves becomes the
 // objects its controller applies, any other object itself.

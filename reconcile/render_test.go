@@ -15,6 +15,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/dir"
 )
 
 // fixtureCRs is the one copy of the fixture CRs, kept in the kinds package.
@@ -27,7 +28,7 @@ func renderer(group string) reconcile.Renderer {
 // renderPath reads, parses and renders path the way `operator render` does.
 func renderPath(t *testing.T, path string, stdin string) ([]reconcile.Rendered, []source.FileError, string) {
 	t.Helper()
-	snap, err := reconcile.ReadManifests(path, strings.NewReader(stdin))
+	snap, err := dir.Read(path, strings.NewReader(stdin))
 	if err != nil {
 		t.Fatal(err)
 	}

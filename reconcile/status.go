@@ -91,8 +91,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	if err != nil {
 		return TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), err))
 	}
-	//nolint:staticcheck // client.Apply on an unstructured status patch: the typed Apply needs an apply configuration per Kind
-	err = r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(ManagerStatus), client.ForceOwnership)
+	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerStatus), client.ForceOwnership)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil // deleted meanwhile

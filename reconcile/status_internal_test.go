@@ -82,8 +82,7 @@ func TestStatusWrite(t *testing.T) {
 	other.SetGroupVersionKind(gvk)
 	other.SetNamespace("default")
 	other.SetName("web")
-	//nolint:staticcheck // the apply patch type, as writeStatus uses it
-	if err := c.Status().Patch(ctx, other, client.Apply, client.FieldOwner("upgrade-test")); err != nil {
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(other), client.FieldOwner("upgrade-test")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -92,8 +91,7 @@ func TestStatusWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		//nolint:staticcheck // as writeStatus
-		err = c.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(ManagerStatus), client.ForceOwnership)
+		err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerStatus), client.ForceOwnership)
 		if !apierrors.IsConflict(err) {
 			t.Fatalf("apply at the creation resourceVersion: %v, want a conflict", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/dir"
 )
 
 // newDiffCommand returns `operator diff`, which compares some manifests, and what their
@@ -28,7 +29,7 @@ func newDiffCommand() *cobra.Command {
 			if err := kinds.ValidateGroup(group); err != nil {
 				return codedError{code: 2, msg: err.Error()}
 			}
-			snap, err := reconcile.ReadManifests(args[0], cmd.InOrStdin())
+			snap, err := dir.Read(args[0], cmd.InOrStdin())
 			if err != nil {
 				return codedError{code: 2, msg: err.Error()}
 			}

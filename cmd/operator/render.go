@@ -9,6 +9,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/dir"
 )
 
 // codedError is a command failure with its exit status (see exitCoder).
@@ -46,7 +47,7 @@ func render(stdout, stderr io.Writer, stdin io.Reader, group, path string) error
 	if err := kinds.ValidateGroup(group); err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
-	snap, err := reconcile.ReadManifests(path, stdin)
+	snap, err := dir.Read(path, stdin)
 	if err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}

@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +12,7 @@ import (
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
-	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/dir"
 )
 
 // newUpCommand returns `operator up`: install, then apply a directory of manifests through
@@ -55,10 +50,10 @@ func newUpCommand() *cobra.Command {
 	return cmd
 }
 
-func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o install.InstallOptions, g gitops.Options) error {
-	src, err := newDirSource(dir)
+func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o install.InstallOptions, g gitops.Options) error {
+	src, err := dir.New(manifests)
 	if err != nil {
-		return err
+		return fmt.Errorf("--manifests: %w", err)
 	}
 	scope, err := g.Scope(o.Namespace)
 	if err != nil {
@@ -89,9 +84,9 @@ func up(ctx context.Context, out io.Writer, kubeconfig, dir string, o install.In
 	defer sweeper.Close()
 	rep := sweeper.Sweep(ctx)
 	if rep.Error != "" {
-		return fmt.Errorf("apply %s: %s", dir, rep.Error)
+		return fmt.Errorf("apply %s: %s", manifests, rep.Error)
 	}
-	return printUp(out, dir, &rep)
+	return printUp(out, manifests, &rep)
 }
 
 // printUp prints one line per object and per skip, then the summary, and returns an error
@@ -118,33 +113,3 @@ func failureMessage(r reconcile.Result) string {
 	}
 	return ""
 }
-
-// dirSource is a directory read as the one commit of a repository: its revision is a
-// digest of the files, its paths are relative to the directory.
-type dirSource struct{ snap *source.Snapshot }
-
-func newDirSource(dir string) (*dirSource, error) {
-	if info, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("--manifests: %w", err)
-	} else if !info.IsDir() {
-		return nil, fmt.Errorf("--manifests %s: not a directory", dir)
-	}
-	snap, err := reconcile.ReadManifests(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	root := filepath.ToSlash(filepath.Clean(dir)) + "/"
-	for i, f := range snap.Files {
-		snap.Files[i].Path = strings.TrimPrefix(f.Path, root)
-		fmt.Fprintf(h, "%s\x00%d\x00", snap.Files[i].Path, len(f.Data))
-		h.Write(f.Data)
-	}
-	snap.Revision = "dir:" + hex.EncodeToString(h.Sum(nil))[:12]
-	snap.Refetched = len(snap.Files)
-	return &dirSource{snap: snap}, nil
-}
-
-func (d *dirSource) Head(context.Context) (string, error) { return d.snap.Revision, nil }
-
-func (d *dirSource) Snapshot(context.Context, string) (*source.Snapshot, error) { return d.snap, nil }

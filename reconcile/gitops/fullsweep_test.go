@@ -159,7 +159,9 @@ func TestFullSweepNeverRevealsSecrets(t *testing.T) {
 	failed := waitFor(now, func(r *Report) bool { return r.Error != "" })
 
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("sweeper stopped with %v", err)
+	}
 	body, _ := json.Marshal(report())
 	texts := []string{sink.all(), failed.Error, string(body)}
 	for _, r := range []*Report{first, second, failed} {

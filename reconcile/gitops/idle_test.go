@@ -13,7 +13,7 @@ import (
 func TestFingerprint(t *testing.T) {
 	entry := func(manager, sub, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, Subresource: sub,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	base := func() *metav1.ObjectMeta {
 		return &metav1.ObjectMeta{ResourceVersion: "10", Generation: 3, Labels: map[string]string{"a": "b"},

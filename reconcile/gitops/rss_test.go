@@ -117,7 +117,9 @@ func procStatus(field string) uint64 {
 	for line := range strings.SplitSeq(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			var kb uint64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d", &kb); err != nil {
+				return 0
+			}
 			return kb << 10
 		}
 	}

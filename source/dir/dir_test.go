@@ -1,4 +1,4 @@
-package main
+package dir
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestDirSource: a directory reads as one commit of a repository, with paths relative to
+// TestSource: a directory reads as one commit of a repository, with paths relative to
 // it whichever way it is named, and a revision that moves with the content only.
-func TestDirSource(t *testing.T) {
+func TestSource(t *testing.T) {
 	dir := t.TempDir()
 	write := func(p, data string) {
 		full := filepath.Join(dir, p)
@@ -24,7 +24,7 @@ func TestDirSource(t *testing.T) {
 	write("apps/web.yaml", "kind: A\n")
 	write("namespace.yml", "kind: B\n")
 	write("README.md", "not a manifest\n")
-	paths := func(src *dirSource) []string {
+	paths := func(src *Source) []string {
 		snap, err := src.Snapshot(context.Background(), "")
 		if err != nil {
 			t.Fatal(err)
@@ -35,17 +35,17 @@ func TestDirSource(t *testing.T) {
 		}
 		return out
 	}
-	abs, err := newDirSource(dir)
+	abs, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(filepath.Dir(dir))
-	rel, err := newDirSource("./" + filepath.Base(dir) + "/")
+	rel, err := New("./" + filepath.Base(dir) + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"apps/web.yaml", "namespace.yml"}
-	for name, src := range map[string]*dirSource{"absolute": abs, "relative": rel} {
+	for name, src := range map[string]*Source{"absolute": abs, "relative": rel} {
 		if got := paths(src); !slices.Equal(got, want) {
 			t.Errorf("%s: paths %q, want %q", name, got, want)
 		}
@@ -56,14 +56,14 @@ func TestDirSource(t *testing.T) {
 		t.Errorf("revision depends on how the directory is named: %s, %s", r1, r2)
 	}
 	write("apps/web.yaml", "kind: C\n")
-	changed, err := newDirSource(dir)
+	changed, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r3, _ := changed.Head(context.Background()); r3 == r1 {
 		t.Errorf("revision %s unchanged after an edit", r3)
 	}
-	if _, err := newDirSource(filepath.Join(dir, "apps", "web.yaml")); err == nil {
-		t.Error("a file was accepted as --manifests")
+	if _, err := New(filepath.Join(dir, "apps", "web.yaml")); err == nil {
+		t.Error("New accepted a file")
 	}
 }
