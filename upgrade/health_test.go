@@ -47,7 +47,7 @@ func TestDeploymentHealth(t *testing.T) {
 	}
 }
 
-func pod(phase corev1.PodPhase, ready bool, cs ...corev1.ContainerStatus) *corev1.Pod {
+func testPod(phase corev1.PodPhase, ready bool, cs ...corev1.ContainerStatus) *corev1.Pod {
 	p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: cs}}
 	p.Spec.Containers = []corev1.Container{{Name: "candidate", Image: "img:2"}}
 	if ready {
@@ -69,12 +69,12 @@ func TestBootOutcome(t *testing.T) {
 		p    *corev1.Pod
 		want Boot
 	}{
-		"boot_outcome_ready_when_ready_condition_true": {pod(corev1.PodRunning, true), BootReady},
-		"boot_outcome_failed_on_nonzero_exit":          {pod(corev1.PodRunning, false, exited(3)), BootFailed},
-		"boot_outcome_failed_on_pod_failed_phase":      {pod(corev1.PodFailed, false), BootFailed},
-		"boot_outcome_failed_on_image_pull_error":      {pod(corev1.PodPending, false, waiting("ErrImagePull")), BootFailed},
-		"boot_outcome_booting_while_starting":          {pod(corev1.PodPending, false, waiting("ContainerCreating")), Booting},
-		"boot_outcome_zero_exit_is_not_failed":         {pod(corev1.PodSucceeded, false, exited(0)), Booting},
+		"boot_outcome_ready_when_ready_condition_true": {testPod(corev1.PodRunning, true), BootReady},
+		"boot_outcome_failed_on_nonzero_exit":          {testPod(corev1.PodRunning, false, exited(3)), BootFailed},
+		"boot_outcome_failed_on_pod_failed_phase":      {testPod(corev1.PodFailed, false), BootFailed},
+		"boot_outcome_failed_on_image_pull_error":      {testPod(corev1.PodPending, false, waiting("ErrImagePull")), BootFailed},
+		"boot_outcome_booting_while_starting":          {testPod(corev1.PodPending, false, waiting("ContainerCreating")), Booting},
+		"boot_outcome_zero_exit_is_not_failed":         {testPod(corev1.PodSucceeded, false, exited(0)), Booting},
 		"absent_pod_is_booting":                        {nil, Booting},
 	}
 	for name, tc := range cases {
@@ -92,16 +92,16 @@ func TestBootOutcome(t *testing.T) {
 
 func TestCrashLooping(t *testing.T) {
 	restarts := corev1.ContainerStatus{Name: "candidate", RestartCount: 3}
-	if !PodCrashLooping(pod(corev1.PodRunning, false, waiting("CrashLoopBackOff"))) {
+	if !PodCrashLooping(testPod(corev1.PodRunning, false, waiting("CrashLoopBackOff"))) {
 		t.Error("crashlooping_on_backoff_reason")
 	}
-	if !PodCrashLooping(pod(corev1.PodRunning, true, restarts)) {
+	if !PodCrashLooping(testPod(corev1.PodRunning, true, restarts)) {
 		t.Error("crashlooping_on_high_restart_count")
 	}
-	if PodCrashLooping(pod(corev1.PodRunning, true, corev1.ContainerStatus{Name: "candidate", RestartCount: 2})) {
+	if PodCrashLooping(testPod(corev1.PodRunning, true, corev1.ContainerStatus{Name: "candidate", RestartCount: 2})) {
 		t.Error("not_crashlooping_when_healthy")
 	}
-	pods := []corev1.Pod{*pod(corev1.PodRunning, false, waiting("CrashLoopBackOff"))}
+	pods := []corev1.Pod{*testPod(corev1.PodRunning, false, waiting("CrashLoopBackOff"))}
 	if !AnyCrashLooping(pods, "img:2") || AnyCrashLooping(pods, "img:1") {
 		t.Error("AnyCrashLooping counts only pods running the image")
 	}
