@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/fluxcd/pkg/ssa/normalize"
@@ -429,15 +431,20 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
-// withCondition returns conds with c set, keeping its lastTransitionTime from previous when
-// the status did not flip.
+// withCondition returns conds (Summarize's, which carry the previous ones) with the upgrade
+// machine's conditions replaced by c (none when c is nil), its lastTransitionTime kept from
+// previous when the status did not flip, sorted by type as Summarize sorts them.
 func withCondition(conds, previous []metav1.Condition, c *metav1.Condition, gen int64, now metav1.Time) []metav1.Condition {
-	if c == nil {
-		return conds
+	out := slices.DeleteFunc(slices.Clone(conds), func(x metav1.Condition) bool {
+		return x.Type == ConditionUpgradePolicyIgnored || x.Type == ConditionUpgradeRefused
+	})
+	if c != nil {
+		c.ObservedGeneration, c.LastTransitionTime = gen, now
+		if p := meta.FindStatusCondition(previous, c.Type); p != nil && p.Status == c.Status {
+			c.LastTransitionTime = p.LastTransitionTime
+		}
+		out = append(out, *c)
 	}
-	c.ObservedGeneration, c.LastTransitionTime = gen, now
-	if p := meta.FindStatusCondition(previous, c.Type); p != nil && p.Status == c.Status {
-		c.LastTransitionTime = p.LastTransitionTime
-	}
-	return append(conds, *c)
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
 }
