@@ -225,6 +225,9 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 	switch d.Phase() {
 	case upgrade.Preflighting, upgrade.Rolling, upgrade.RollingBack:
 		step.requeue = upgradeRequeue
+	case upgrade.Failed:
+		step.condition = &metav1.Condition{Type: ConditionUpgradeFailed, Status: metav1.ConditionTrue, Reason: "UpgradeFailed",
+			Message: fmt.Sprintf("the upgrade to %s failed (%s); production runs %s until spec.image changes", d.Upgrade.TargetImage, d.Upgrade.Message, d.Image)}
 	}
 	return step, nil
 }
@@ -436,7 +439,7 @@ func sameJSON(a, b any) bool {
 // previous when the status did not flip, sorted by type as Summarize sorts them.
 func withCondition(conds, previous []metav1.Condition, c *metav1.Condition, gen int64, now metav1.Time) []metav1.Condition {
 	out := slices.DeleteFunc(slices.Clone(conds), func(x metav1.Condition) bool {
-		return x.Type == ConditionUpgradePolicyIgnored || x.Type == ConditionUpgradeRefused
+		return x.Type == ConditionUpgradePolicyIgnored || x.Type == ConditionUpgradeRefused || x.Type == ConditionUpgradeFailed
 	})
 	if c != nil {
 		c.ObservedGeneration, c.LastTransitionTime = gen, now

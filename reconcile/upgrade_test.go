@@ -298,6 +298,9 @@ func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[strin
 		})
 		time.Sleep(3 * time.Second)
 		v := await(t, "crash", "latched", func(v upView) bool { return v.phase == "Failed" })
+		if v.conditions[reconcile.ConditionUpgradeFailed] != "True/UpgradeFailed" {
+			t.Errorf("conditions %v, want UpgradeFailed", v.conditions)
+		}
 		if seen := images(); !slices.Equal(seen, []string{v1, testbed.CrashLoopImage, v1}) || v.lastGood != v1 {
 			t.Errorf("the Deployment ran %v (lastGood %s), want v1, the candidate, v1", seen, v.lastGood)
 		}
@@ -305,6 +308,9 @@ func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[strin
 		await(t, "crash", "v3 supersedes the failed attempt", func(v upView) bool {
 			return v.lastGood == v3 && v.phase == "" && slices.Equal(v.history, []string{"RolledBack", "Succeeded"})
 		})
+		if v, _ := view(ctx, c, "crash"); v.conditions[reconcile.ConditionUpgradeFailed] != "" {
+			t.Errorf("UpgradeFailed stays after a successful upgrade: %v", v.conditions)
+		}
 	})
 
 	t.Run("stateful pre-flight: snapshot and clone created, then collected", func(t *testing.T) {
