@@ -348,23 +348,20 @@ func ownedBy(o metav1.Object, cr kinds.Object) bool {
 	return false
 }
 
-// convergePreflight deletes the pre-flight resources of other targets (all of them when no
-// pre-flight is wanted) and creates the missing ones of the current pre-flight, the egress
-// policy first.
+// convergePreflight creates the missing resources of the current pre-flight (the egress
+// policy first) and deletes those of other targets. Leaving Preflighting, nothing is deleted in
+// the same reconcile: the pre-flight's resources go once the status that left it is stored (the
+// next reconcile), so a restart between the two finds the very pod the decision was made on.
 func (r *KindReconciler) convergePreflight(ctx context.Context, cr kinds.Object, spec *v1.ServiceSpec, dep *appsv1.Deployment, prev upgradeState, d upgrade.Decision) error {
 	want := d.WantPreflight()
-	if !want && (prev.Upgrade == nil || upgrade.Phase(prev.Upgrade.Phase) != upgrade.Preflighting) {
-		return nil // none can exist but orphans, which the collector reclaims
-	}
-	keep := ""
-	if want {
-		keep = upgrade.TargetHash(d.Upgrade.TargetImage)
-	}
-	if err := r.sweepPreflight(ctx, cr, keep); err != nil {
-		return err
-	}
 	if !want {
-		return nil
+		if prev.Upgrade == nil || upgrade.Phase(prev.Upgrade.Phase) == upgrade.Preflighting {
+			return nil // nothing can be left but orphans (the collector's), or not yet
+		}
+		return r.sweepPreflight(ctx, cr, "")
+	}
+	if err := r.sweepPreflight(ctx, cr, upgrade.TargetHash(d.Upgrade.TargetImage)); err != nil {
+		return err
 	}
 	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
 	objs, err := upgrade.Build(upgrade.Request{
