@@ -125,6 +125,15 @@ func buildApp(cr *v1.App, o owner) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// appServiceSpec is the ServiceSpec of an App whose role builds through the Service path;
+// nil for the other roles.
+func appServiceSpec(cr *v1.App) *v1.ServiceSpec {
+	if r, ok := appRoles[cr.Spec.Role]; !ok || r.profile != profileService {
+		return nil
+	}
+	return &cr.Spec.ServiceSpec
+}
+
 // appDBSpec projects an App onto the DBSpec of the datastore roles; every field that survives
 // to a StatefulSet is carried.
 func appDBSpec(o owner, s *v1.AppSpec) (*v1.DBSpec, error) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -65,4 +66,55 @@ func TestGroupVersions(t *testing.T) {
 	if diff := cmp.Diff(want, kinds.GroupVersions("hanzo.ai")); diff != "" {
 		t.Errorf("GroupVersions (-want +got):\n%s", diff)
 	}
+}
+
+// TestServiceSpecAccessor: every golden CR of a Service-shaped Kind exposes its ServiceSpec,
+// and setting the image through it on a copy changes the built Deployment's image only there
+// (the upgrade machine's override), leaving the original CR as it was.
+func TestServiceSpecAccessor(t *testing.T) {
+	reg := kinds.Builtin()
+	checked := 0
+	for _, c := range goldenCases(t) {
+		e, ok := reg.Lookup(c.Obj.GroupVersionKind(), kinds.DefaultAPIGroup)
+		if !ok || e.ServiceSpec == nil {
+			continue
+		}
+		cr := e.New()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Obj.Object, cr); err != nil {
+			t.Fatal(err)
+		}
+		cp := cr.DeepCopyObject().(kinds.Object)
+		spec := e.ServiceSpec(cp)
+		if spec == nil || spec.Image == nil || spec.Image.Repository == "" {
+			continue // an App of another role, or a CR the builder refuses
+		}
+		spec.Image = &v1.ImageSpec{Repository: "example.test/override", Tag: "v9"}
+		objs, err := e.Build(cp, kinds.Context{APIGroup: kinds.DefaultAPIGroup})
+		if err != nil {
+			continue
+		}
+		img, _, _ := unstructuredString(objs[0].Object, "spec", "template", "spec", "containers")
+		if objs[0].GetKind() != "Deployment" || img != "example.test/override:v9" {
+			t.Errorf("%s: built %s with image %q", c.Name, objs[0].GetKind(), img)
+		}
+		if orig := e.ServiceSpec(cr); orig.Image.Repository == "example.test/override" {
+			t.Errorf("%s: the accessor of the copy changed the original", c.Name)
+		}
+		checked++
+	}
+	if checked < 5 {
+		t.Errorf("only %d Service-shaped golden CRs checked", checked)
+	}
+	if e := reg[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "SQL"}]; e.ServiceSpec != nil {
+		t.Error("SQL is not Service-shaped")
+	}
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	cs, ok, err := unstructured.NestedSlice(obj, fields...)
+	if !ok || err != nil || len(cs) == 0 {
+		return "", false, err
+	}
+	img, _ := cs[0].(map[string]any)["image"].(string)
+	return img, true, nil
 }

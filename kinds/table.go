@@ -30,17 +30,17 @@ func Builtin() Registry {
 	)
 	return newRegistry(
 		// The Service shape: Service and the Service-backed facades.
-		entry(canon, "Service", uni, newOf[v1.Service], viaService(func(cr *v1.Service) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "IAM", uni, newOf[v1.IAM], viaService(func(cr *v1.IAM) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "KMS", uni, newOf[v1.KMS], viaService(func(cr *v1.KMS) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "LLM", uni, newOf[v1.LLM], viaService(func(cr *v1.LLM) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "Queue", uni, newOf[v1.Queue], viaService(func(cr *v1.Queue) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "Observability", uni, newOf[v1.Observability], viaService(func(cr *v1.Observability) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "Function", uni, newOf[v1.Function], viaService(func(cr *v1.Function) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "Indexer", chain, newOf[v1.Indexer], viaService(func(cr *v1.Indexer) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
-		entry(canon, "Explorer", chain, newOf[v1.Explorer], viaService(func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }), serviceOwns...),
+		serviceEntry(canon, "Service", uni, newOf[v1.Service], func(cr *v1.Service) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "IAM", uni, newOf[v1.IAM], func(cr *v1.IAM) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "KMS", uni, newOf[v1.KMS], func(cr *v1.KMS) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "LLM", uni, newOf[v1.LLM], func(cr *v1.LLM) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "Queue", uni, newOf[v1.Queue], func(cr *v1.Queue) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "Observability", uni, newOf[v1.Observability], func(cr *v1.Observability) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "Function", uni, newOf[v1.Function], func(cr *v1.Function) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "Indexer", chain, newOf[v1.Indexer], func(cr *v1.Indexer) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry(canon, "Explorer", chain, newOf[v1.Explorer], func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }),
 		entry(canon, "SPA", uni, newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
-		entry(canon, "App", uni, newOf[v1.App], buildApp, appOwns...),
+		withServiceSpec(entry(canon, "App", uni, newOf[v1.App], buildApp, appOwns...), appServiceSpec),
 
 		// The datastore shape: the Kind (or field) fixes the engine, never spec.type.
 		entry(canon, "SQL", uni, newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
@@ -159,9 +159,22 @@ type built = []*unstructured.Unstructured
 // newOf returns a new empty T; newOf[v1.SQL] is the New of the SQL entry.
 func newOf[T any]() *T { return new(T) }
 
-// viaService builds a Kind whose spec is a ServiceSpec through the Service path.
-func viaService[T Object](spec func(T) *v1.ServiceSpec) func(T, owner) (built, error) {
-	return func(cr T, o owner) (built, error) { return buildService(o, spec(cr)) }
+// serviceEntry is a Kind whose spec is a ServiceSpec, built through the Service path.
+func serviceEntry[T Object](p Placement, kind string, fam Family, newT func() T, spec func(T) *v1.ServiceSpec) Entry {
+	build := func(cr T, o owner) (built, error) { return buildService(o, spec(cr)) }
+	return withServiceSpec(entry(p, kind, fam, newT, build, serviceOwns...), spec)
+}
+
+// withServiceSpec sets the Entry's ServiceSpec accessor.
+func withServiceSpec[T Object](e Entry, spec func(T) *v1.ServiceSpec) Entry {
+	e.ServiceSpec = func(cr Object) *v1.ServiceSpec {
+		t, ok := cr.(T)
+		if !ok {
+			return nil
+		}
+		return spec(t)
+	}
+	return e
 }
 
 // unspecifiedNode builds BitcoinRuntime, EthereumRuntime and SolanaRuntime: a Pending

@@ -33,6 +33,8 @@ type KindReconciler struct {
 	Owned    []schema.GroupVersionKind // children GVKs served by this cluster
 	Recorder events.EventRecorder
 	Now      func() time.Time
+	// Upgrades runs the upgrade machine for Service-shaped Kinds; nil turns it off.
+	Upgrades *Upgrades
 }
 
 // scope is what one reconcile of one CR knows; each phase reads what the earlier ones found
@@ -47,6 +49,8 @@ type scope struct {
 	// halted is set when the build materializes nothing (a Halt or a build error): the later
 	// phases then neither apply, nor delete, nor observe.
 	halted bool
+	// upgrade is what the upgrade phase decided, nil when it did not run.
+	upgrade *upgradeStep
 }
 
 // phase is one step of a reconcile. An error is an infrastructure failure (reading the
@@ -57,7 +61,7 @@ type phase func(ctx context.Context, s *scope) error
 // phases are the steps of a reconcile, in order. A new step (an image override before
 // apply, a cutover rule in prune) is one more entry here.
 func (r *KindReconciler) phases() []phase {
-	return []phase{r.build, r.apply, r.prune, r.observe}
+	return []phase{r.build, r.upgrade, r.apply, r.prune, r.observe}
 }
 
 // Reconcile implements reconcile.Reconciler for one CR.
@@ -99,7 +103,10 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	}
 	s.obs.Denied, s.obs.Rejected, s.obs.Failed = s.outcome.Denied, s.outcome.Rejected, s.outcome.Failed
 	status := drive.Summarize(s.obs)
-	if err := r.writeStatus(ctx, s.cr, s.previous, status); err != nil {
+	if s.upgrade != nil {
+		status.Conditions = withCondition(status.Conditions, s.previous.Conditions, s.upgrade.condition, s.obs.Generation, s.obs.Now)
+	}
+	if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
 		if ClassOf(err) == Transient {
 			log.Info("Status write failed, retrying with backoff", "error", err.Error())
 			return ctrl.Result{}, err
@@ -107,6 +114,9 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 		return ctrl.Result{}, TerminalError(err)
 	}
 	res, why := next(status, s.outcome)
+	if up := s.upgrade; up != nil && up.requeue > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > up.requeue) {
+		res.RequeueAfter, why = up.requeue, "look at the upgrade again (pre-flight pods do not wake the controller)"
+	}
 	log.V(1).Info("Reconciled", "phase", status.Phase, "message", status.Message, "requeueAfter", res.RequeueAfter.String(), "next", why)
 	return res, nil
 }

@@ -86,7 +86,7 @@ func installCRDs(t *testing.T, cfg *rest.Config, c client.Client) {
 }
 
 // startKinds runs the Kind controllers in-process against cfg and returns their log.
-func startKinds(t *testing.T, cfg *rest.Config) *syncBuffer {
+func startKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) *syncBuffer {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -106,7 +106,7 @@ func startKinds(t *testing.T, cfg *rest.Config) *syncBuffer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reconcile.SetupKinds(mgr, kinds.Builtin(), group, log); err != nil {
+	if err := reconcile.SetupKinds(mgr, kinds.Builtin(), group, log, opts...); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

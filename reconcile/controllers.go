@@ -37,7 +37,11 @@ func init() {
 // SetupKinds registers one controller per registry entry whose CRD the cluster serves,
 // watching the CR and owning its children. Kinds or child types the cluster does not
 // serve are logged and skipped, so a partial install still runs what it can.
-func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Logger) error {
+func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Logger, opts ...SetupOption) error {
+	var o setupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	// Applies read the live object (ssa compares it with a dry-run): a direct client, while
 	// the reconcilers' own reads — children, pods — come from the manager's cache.
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
@@ -49,6 +53,13 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		return err == nil
+	}
+	ups := &Upgrades{Enabled: o.upgrades, Client: direct, Served: served}
+	// The collector runs whatever the gate says: pre-flights left by a gate since closed are
+	// reclaimed too.
+	if err := mgr.Add(&PreflightGC{Client: direct, Served: served, Interval: o.gcInterval, Grace: o.gcGrace, Now: time.Now,
+		Log: log.WithName("preflight-gc")}); err != nil {
+		return err
 	}
 	refs := make([]kinds.Ref, 0, len(reg))
 	for ref := range reg {
@@ -72,6 +83,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			Context:  kinds.Context{APIGroup: group},
 			Recorder: mgr.GetEventRecorder(RecorderKinds),
 			Now:      time.Now,
+			Upgrades: ups,
 		}
 		b := ctrl.NewControllerManagedBy(mgr).
 			Named(strings.ToLower(strings.ReplaceAll(ref.String(), "/", "-"))).
@@ -100,6 +112,25 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		return nil
 	}
 	return mgr.Add(&servedWatch{served: served, missing: missing, every: recheckServed, log: log})
+}
+
+// SetupOption configures SetupKinds.
+type SetupOption func(*setupOptions)
+
+type setupOptions struct {
+	upgrades            bool
+	gcInterval, gcGrace time.Duration
+}
+
+// WithUpgrades opens the cluster gate of the upgrade machine (--upgrade-fsm): CRs whose
+// spec.upgradePolicy.enabled is true are then upgraded through pre-flight, health gate and
+// rollback. Without it such CRs say UpgradePolicyIgnored.
+func WithUpgrades(enabled bool) SetupOption { return func(o *setupOptions) { o.upgrades = enabled } }
+
+// WithPreflightGC sets the orphan collector's period and grace window (0: the defaults, 600 s
+// and 300 s; the period is floored at 30 s).
+func WithPreflightGC(interval, grace time.Duration) SetupOption {
+	return func(o *setupOptions) { o.gcInterval, o.gcGrace = interval, grace }
 }
 
 // recheckServed is how often a Kind not served at start is looked for again.

@@ -15,6 +15,8 @@ const (
 	// ManagerWebhook writes the ConfigMap through which a standby hands a push webhook to
 	// the leader.
 	ManagerWebhook = "universe-operator-webhook"
+	// ManagerUpgrade creates the upgrade machine's pre-flight resources.
+	ManagerUpgrade = "universe-operator-upgrade"
 )
 
 // FieldOwnerGroup is the group fluxcd/pkg/ssa records as the owner of what it applies.

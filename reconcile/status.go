@@ -22,7 +22,8 @@ import (
 
 // ownedConditions are the condition types the Kind controllers write. Others (an upgrade's,
 // a user tool's) are left to their own field managers.
-var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled}
+var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
+	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed}
 
 // readStatus extracts the shared status fields of any Kind.
 func readStatus(cr kinds.Object) (drive.Status, error) {
@@ -46,7 +47,10 @@ func readStatus(cr kinds.Object) (drive.Status, error) {
 
 // statusPatch is the status as the Kind controllers apply it: only the fields and
 // conditions they own, at the resourceVersion the status was computed from.
-func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status) (*unstructured.Unstructured, error) {
+//
+// up, for a Service-shaped CR, is the upgrade machine's state, applied in the same write (and
+// always applied for such a CR, as it is, so that the fields stay owned and are never dropped).
+func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status, up *upgradeState) (*unstructured.Unstructured, error) {
 	var owned []metav1.Condition
 	for _, c := range st.Conditions {
 		if slices.Contains(ownedConditions, c.Type) {
@@ -60,7 +64,8 @@ func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status)
 		Message            string             `json:"message,omitempty"`
 		ReadyReplicas      int32              `json:"readyReplicas"`
 		Restarts           int32              `json:"restarts,omitempty"`
-	}{st.Phase, st.ObservedGeneration, owned, st.Message, st.ReadyReplicas, st.Restarts}
+		*upgradeState      `json:",inline"`
+	}{st.Phase, st.ObservedGeneration, owned, st.Message, st.ReadyReplicas, st.Restarts, up}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -82,12 +87,23 @@ func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status)
 // writeStatus applies the status subresource once, under ManagerStatus, only when the
 // summary changed; an event marks a change of the Ready condition. A conflict means the CR
 // changed since it was read: that change brings the next reconcile, so it is not an error.
-func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status) error {
-	if drive.Equal(previous, next) {
+func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status, up *upgradeStep) error {
+	if drive.Equal(previous, next) && (up == nil || !up.changed) {
 		return nil
 	}
+	var state *upgradeState
+	switch {
+	case up != nil:
+		state = &up.state
+	case r.Entry.ServiceSpec != nil:
+		s, err := readUpgradeState(cr)
+		if err != nil {
+			return TerminalError(err)
+		}
+		state = &s
+	}
 	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
-	patch, err := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next)
+	patch, err := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next, state)
 	if err != nil {
 		return TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), err))
 	}

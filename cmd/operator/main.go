@@ -72,6 +72,7 @@ var legacyEnv = map[string]string{
 	"drive-mode":         "APPS_DRIVE_MODE",
 	"drive-allow":        "APPS_DRIVE_ALLOW",
 	"agent-deploy-mode":  "AGENT_DEPLOY_MODE",
+	"upgrade-fsm":        "UPGRADE_FSM_ENABLED",
 }
 
 // envNames lists the variables that may set flag, most specific first.

@@ -48,6 +48,10 @@ type runOptions struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	LogLevel      string
+	// UpgradeFSM is the cluster gate of the upgrade machine; GC* tune its orphan collector.
+	UpgradeFSM       bool
+	PreflightGCEvery time.Duration
+	PreflightGCGrace time.Duration
 
 	Source source.Options
 	GitHub github.Options
@@ -69,6 +73,9 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up and exits.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "How often candidates retry acquiring the lease.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
+	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
+	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
+	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
 	o.Source.BindFlags(fs)
 	o.GitHub.BindFlags(fs)
@@ -139,7 +146,8 @@ func run(o *runOptions) error {
 	mux.Handle("/readyz", ready)
 
 	if slices.Contains(o.Controllers, "kinds") {
-		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds")); err != nil {
+		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"),
+			reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace)); err != nil {
 			return err
 		}
 	}

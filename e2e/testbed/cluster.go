@@ -30,6 +30,10 @@ var stages embed.FS
 // restartCount, as a kubelet does for a container that exits at once.
 const CrashLoopLabel = "testbed.openuniverse.dev/crashloop"
 
+// CrashLoopImage is an image whose pods crash-loop on the fake node, whatever their labels
+// (stages/pod-crashloop-image.yaml): an upgrade to it fails, a rollback from it recovers.
+const CrashLoopImage = "testbed.invalid/crash-loop:v1"
+
 // NodeName is the fake node kwok manages in a full cluster.
 const NodeName = "kwok-node-0"
 

@@ -51,6 +51,8 @@ type AppSpec struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type App struct {
 	metav1.TypeMeta   `json:",inline"`

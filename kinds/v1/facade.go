@@ -13,6 +13,8 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type IAM struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -40,6 +42,8 @@ type IAMList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KMS struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -67,6 +71,8 @@ type KMSList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LLM struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -94,6 +100,8 @@ type LLMList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -121,6 +129,8 @@ type QueueList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Observability struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -148,6 +158,8 @@ type ObservabilityList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Function struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -175,6 +187,8 @@ type FunctionList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Indexer struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -202,6 +216,8 @@ type IndexerList struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image.repository`
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.upgrade.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.upgrade.targetImage`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Explorer struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -29,6 +29,7 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/upgrade"
 )
 
 // The operator's own objects.
@@ -244,6 +245,8 @@ var (
 	verbsChildren = []string{"get", "list", "watch", "create", "patch", "delete"}
 	verbsRead     = []string{"get", "list", "watch"}
 	verbsEvents   = []string{"create", "patch"}
+	// verbsPreflight: the pre-flight resources are created once and deleted, never patched.
+	verbsPreflight = []string{"get", "list", "watch", "create", "delete"}
 )
 
 // ClusterRole returns the operator's ClusterRole for universe group, generated from what
@@ -253,7 +256,8 @@ var (
 //     is also a child the controllers prune (KMSSecret);
 //   - every child Kind a Registry entry owns, resolved to its resource through mapper:
 //     read, create, patch and delete (the controllers prune children by owner uid);
-//   - Pods: read (a controller explains a workload stuck on its pods);
+//   - Pods: read (a controller explains a workload stuck on its pods), create and delete
+//     (pre-flight pods), as for PersistentVolumeClaims and VolumeSnapshots (pre-flight clones);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
 //   - Events (core and events.k8s.io): create and patch;
 //   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched).
@@ -295,11 +299,14 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 		rule(g, dedupe(children[g]), verbsChildren)
 		if g == "" {
 			rule(g, []string{"namespaces"}, verbsCR)
-			rule(g, []string{"pods"}, verbsRead)
+			// pods: read, and create/delete for the upgrade machine's pre-flight pods, as for
+			// its clone claims
+			rule(g, []string{"persistentvolumeclaims", "pods"}, verbsPreflight)
 			rule(g, []string{"events"}, verbsEvents)
 			rule(g, []string{"secrets"}, []string{"get"}) // an ImageUpdate's registry, git and signing Secrets
 		}
 	}
+	rule(upgrade.SnapshotGroup, []string{"volumesnapshots"}, verbsPreflight)
 	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)
 	rule("events.k8s.io", []string{"events"}, verbsEvents)
 	rules = append(rules, tenantRules()...)
