@@ -48,6 +48,8 @@ type runOptions struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	LogLevel      string
+	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
+	ProtectedSecrets []string
 
 	Source source.Options
 	GitHub github.Options
@@ -69,6 +71,8 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up and exits.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "How often candidates retry acquiring the lease.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
+	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
+		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
 	o.Source.BindFlags(fs)
 	o.GitHub.BindFlags(fs)
@@ -191,7 +195,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return fmt.Errorf("git source: %w", err)
 	}
-	scope, err := o.GitOps.Scope(o.Namespace)
+	scope, err := o.GitOps.Scope(self(o.Namespace, o.ProtectedSecrets))
 	if err != nil {
 		return fmt.Errorf("gitops scope: %w", err)
 	}

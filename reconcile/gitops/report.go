@@ -52,8 +52,8 @@ type Summary struct {
 // (as opposed to a file or document that is not a usable object).
 func (r Reason) OutOfScope() bool {
 	switch r {
-	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonClusterWideNotOwned,
-		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope:
+	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonCRDNotAllowed, ReasonClusterScoped,
+		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope, ReasonOperatorObject:
 		return true
 	}
 	return false
