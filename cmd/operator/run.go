@@ -181,6 +181,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		return fmt.Errorf("--gitops-token-file: %w", err)
 	}
 	var src source.Source
+	o.Git.MaxFileBytes, o.GitHub.MaxFileBytes = o.GitOps.Limits.FileBytes, o.GitOps.Limits.FileBytes // oversized blobs are never read
 	switch {
 	case o.Git.URL != "" && o.GitHub.Repository != "":
 		return errors.New("set one of --git-url and --github-repository, not both")

@@ -51,7 +51,6 @@ func newUpCommand() *cobra.Command {
 	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	g.BindScopeFlags(fs) // --gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds
-	g.Limits.BindFlags(fs)
 	return cmd
 }
 

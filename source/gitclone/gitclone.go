@@ -48,6 +48,9 @@ type Options struct {
 	KnownHostsFile string
 	// Timeout bounds one ls-remote, clone or fetch.
 	Timeout time.Duration
+	// MaxFileBytes is the largest file read; larger ones are listed as
+	// refused, unread. 0 means source.DefaultFileBytes.
+	MaxFileBytes int64
 }
 
 // DefaultOptions returns the defaults BindFlags registers.
@@ -290,10 +293,8 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 		}
 	}
 	snap := &source.Snapshot{Revision: hash.String()}
+	limit := source.Limits{FileBytes: s.o.MaxFileBytes}.MaxFileBytes()
 	err = tree.Files().ForEach(func(f *object.File) error {
-		if f.Mode != filemode.Regular && f.Mode != filemode.Executable && f.Mode != filemode.Deprecated {
-			return nil // symlinks and submodules
-		}
 		p := f.Name
 		if s.path != "" {
 			p = s.path + "/" + p
@@ -301,16 +302,34 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 		if !source.IsManifest(p) {
 			return nil
 		}
+		file := source.File{Path: p, BlobSHA: f.Hash.String(), Size: f.Size}
+		switch {
+		case f.Mode == filemode.Symlink: // never followed, but reported
+			file.Refused = source.ErrSymlink
+		case f.Mode != filemode.Regular && f.Mode != filemode.Executable && f.Mode != filemode.Deprecated:
+			file.Refused = source.ErrNotFile
+		case f.Size > limit:
+			file.Refused = source.TooLarge(f.Size, limit)
+		}
+		if file.Refused != nil {
+			snap.Files = append(snap.Files, file)
+			return nil
+		}
 		r, err := f.Reader()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 		defer func() { _ = r.Close() }()
-		data, err := io.ReadAll(r)
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		snap.Files = append(snap.Files, source.File{Path: p, BlobSHA: f.Hash.String(), Data: data})
+		if int64(len(data)) > limit {
+			file.Refused = source.TooLarge(int64(len(data)), limit)
+			data = nil
+		}
+		file.Data = data
+		snap.Files = append(snap.Files, file)
 		return nil
 	})
 	if err != nil {

@@ -50,6 +50,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// Concurrency is how many blobs are fetched at once.
 	Concurrency int
+	// MaxFileBytes is the largest blob fetched; larger ones are listed as
+	// refused, unread. 0 means source.DefaultFileBytes.
+	MaxFileBytes int64
 }
 
 // DefaultOptions returns the defaults BindFlags registers.
@@ -84,6 +87,7 @@ type Source struct {
 	branch      string
 	path        string
 	concurrency int
+	maxFile     int64
 
 	// mu serialises Head and Snapshot and guards the fields below.
 	mu    sync.Mutex
@@ -144,6 +148,7 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 		branch:      o.Branch,
 		path:        source.CleanPath(o.Path),
 		concurrency: o.Concurrency,
+		maxFile:     source.Limits{FileBytes: o.MaxFileBytes}.MaxFileBytes(),
 		blobs:       map[string][]byte{},
 	}, nil
 }
@@ -242,7 +247,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 	}
 	snap := &source.Snapshot{Revision: rev, Refetched: refetched}
 	for _, e := range entries {
-		snap.Files = append(snap.Files, source.File{Path: e.path, BlobSHA: e.sha, Data: blobs[e.sha]})
+		f := source.File{Path: e.path, BlobSHA: e.sha, Size: e.size, Refused: e.refused}
+		if e.refused == nil {
+			f.Data = blobs[e.sha]
+		}
+		snap.Files = append(snap.Files, f)
 	}
 	// Keep only what the newest snapshot uses: memory stays bounded by the
 	// size of the tree, and a file reverted later costs one fetch.
@@ -250,7 +259,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 	return snap, nil
 }
 
-type entry struct{ path, sha string }
+type entry struct {
+	path, sha string
+	size      int64
+	refused   error // never fetched: a symlink, a submodule, over the size limit
+}
 
 // list returns the manifest blobs below the configured path at rev, sorted.
 func (s *Source) list(ctx context.Context, rev string) ([]entry, error) {
@@ -267,17 +280,26 @@ func (s *Source) list(ctx context.Context, rev string) ([]entry, error) {
 	}
 	var out []entry
 	for _, e := range tree.Entries {
-		// Symlinks (120000) and submodules are not files we can apply.
-		if e.GetType() != "blob" || e.GetMode() == "120000" {
+		if e.GetType() == "tree" {
 			continue
 		}
 		p := e.GetPath()
 		if s.path != "" {
 			p = s.path + "/" + p
 		}
-		if source.IsManifest(p) {
-			out = append(out, entry{path: p, sha: e.GetSHA()})
+		if !source.IsManifest(p) {
+			continue
 		}
+		en := entry{path: p, sha: e.GetSHA(), size: int64(e.GetSize())}
+		switch {
+		case e.GetMode() == "120000": // symlinks are never followed, but reported
+			en.refused = source.ErrSymlink
+		case e.GetType() != "blob": // a submodule
+			en.refused = source.ErrNotFile
+		case en.size > s.maxFile:
+			en.refused = source.TooLarge(en.size, s.maxFile)
+		}
+		out = append(out, en)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
@@ -308,6 +330,9 @@ func (s *Source) fetch(ctx context.Context, entries []entry) (map[string][]byte,
 	blobs := make(map[string][]byte, len(entries))
 	var missing []string
 	for _, e := range entries {
+		if e.refused != nil {
+			continue
+		}
 		if _, seen := blobs[e.sha]; seen {
 			continue
 		}

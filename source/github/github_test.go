@@ -5,6 +5,7 @@ import (
 	"crypto/sha1" //nolint:gosec // fake git ids
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -166,13 +167,17 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) int {
 		if !ok || r.URL.Query().Get("recursive") == "" {
 			return fail(http.StatusNotFound)
 		}
-		var entries []map[string]string
+		var entries []map[string]any
 		for p, c := range f.commits[ref.commit] {
 			if ref.dir != "" && !strings.HasPrefix(p, ref.dir+"/") {
 				continue
 			}
 			rel := strings.TrimPrefix(p, ref.dir+"/")
-			entries = append(entries, map[string]string{"path": rel, "type": "blob", "mode": "100644", "sha": gitSHA("blob", []byte(c))})
+			mode := "100644"
+			if strings.HasPrefix(c, symlinkPrefix) { // the blob of a symlink holds its target
+				mode = "120000"
+			}
+			entries = append(entries, map[string]any{"path": rel, "type": "blob", "mode": mode, "sha": gitSHA("blob", []byte(c)), "size": len(c)})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"sha": sha, "tree": entries, "truncated": false})
 		return http.StatusOK
@@ -196,6 +201,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	return fail(http.StatusNotFound)
 }
+
+// symlinkPrefix marks a fixture file the fake lists as a symbolic link.
+const symlinkPrefix = "symlink:"
 
 type staticCreds struct{ tok source.Token }
 
@@ -541,5 +549,44 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Errorf("error reveals the token: %v", err)
 			}
 		})
+	}
+}
+
+// TestSnapshotRefusesSymlinksAndLargeBlobs: a symbolic link is reported, not
+// silently dropped and never followed; a blob over the size limit is
+// reported from the tree's size and never fetched.
+func TestSnapshotRefusesSymlinksAndLargeBlobs(t *testing.T) {
+	f, srv := newFake(t)
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: x}\ndata: {k: " + strings.Repeat("x", 500) + "}\n"
+	head := f.commit(map[string]string{
+		"crs/ok.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: x}\n",
+		"crs/big.yaml":  big,
+		"crs/link.yaml": symlinkPrefix + "../../etc/passwd",
+	})
+	o := DefaultOptions()
+	o.BaseURL, o.Repository, o.RetryMax, o.MaxFileBytes = srv.URL+"/api", "o/r", 0, 200
+	s, err := New(staticCreds{source.NewToken(token)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.take() {
+		if strings.Contains(r.Path, gitSHA("blob", []byte(big))) || strings.Contains(r.Path, gitSHA("blob", []byte(symlinkPrefix+"../../etc/passwd"))) {
+			t.Errorf("fetched a refused blob: %s", r.Path)
+		}
+	}
+	objs, errs := source.Parse(snap)
+	if len(objs) != 1 || objs[0].Obj.GetName() != "ok" {
+		t.Errorf("objects %v, want only ok", objs)
+	}
+	got := map[string]error{}
+	for _, e := range errs {
+		got[e.File] = e
+	}
+	if !errors.Is(got["crs/big.yaml"], source.ErrTooLarge) || !errors.Is(got["crs/link.yaml"], source.ErrSymlink) {
+		t.Errorf("file errors %v, want big.yaml too large and link.yaml a symlink", errs)
 	}
 }
