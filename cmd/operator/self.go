@@ -3,7 +3,7 @@ package main
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
@@ -15,13 +15,13 @@ import (
 func self(namespace string, secrets []string) gitops.Self {
 	gk := func(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }
 	objs := []gitops.SelfObject{
-		{GroupKind: gk("apps", "Deployment"), Name: reconcile.OperatorName},
-		{GroupKind: gk("", "ServiceAccount"), Name: reconcile.OperatorName},
-		{GroupKind: gk("rbac.authorization.k8s.io", "Role"), Name: reconcile.LeaderElectionRole},
-		{GroupKind: gk("rbac.authorization.k8s.io", "RoleBinding"), Name: reconcile.LeaderElectionRole},
+		{GroupKind: gk("apps", "Deployment"), Name: install.OperatorName},
+		{GroupKind: gk("", "ServiceAccount"), Name: install.OperatorName},
+		{GroupKind: gk("rbac.authorization.k8s.io", "Role"), Name: install.LeaderElectionRole},
+		{GroupKind: gk("rbac.authorization.k8s.io", "RoleBinding"), Name: install.LeaderElectionRole},
 		{GroupKind: gk("coordination.k8s.io", "Lease")},
-		{GroupKind: gk("", "ConfigMap"), Name: reconcile.WebhookRelay},
-		{GroupKind: gk("", "Service"), Name: reconcile.OperatorName},
+		{GroupKind: gk("", "ConfigMap"), Name: install.WebhookRelay},
+		{GroupKind: gk("", "Service"), Name: install.OperatorName},
 	}
 	for _, s := range secrets {
 		objs = append(objs, gitops.SelfObject{GroupKind: gk("", "Secret"), Name: s})
@@ -31,4 +31,4 @@ func self(namespace string, secrets []string) gitops.Self {
 
 // defaultProtectedSecrets are the Secrets the install docs mount the webhook secret and
 // the git token from.
-var defaultProtectedSecrets = []string{reconcile.OperatorName + "-webhook", reconcile.OperatorName + "-git", reconcile.OperatorName + "-token"}
+var defaultProtectedSecrets = []string{install.OperatorName + "-webhook", install.OperatorName + "-git", install.OperatorName + "-token"}

@@ -138,6 +138,9 @@ func (s *Sweeper) Webhook(secret *source.TokenFile, opts Options, log logr.Logge
 	if secret != nil {
 		wh.Secret = secret
 	}
+	if opts.WebhookDedupe {
+		wh.Deliveries = NewDeliveries(0)
+	}
 	return wh
 }
 
@@ -153,8 +156,8 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	defer s.Close()
 	log := ctrllog.FromContext(ctx).WithName("gitops")
 	ctx = logr.NewContext(ctx, log)
-	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String())
-	Run(ctx, s.interval, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
+	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String(), "minTriggerInterval", s.minGap.String())
+	RunLimited(ctx, s.interval, s.minGap, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
 	return nil
 }
 
