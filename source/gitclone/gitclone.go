@@ -104,6 +104,10 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if ep.Password != "" {
 		return nil, errors.New("git url must not embed a password: use the token file")
 	}
+	if (ep.Protocol == "http" || ep.Protocol == "https") && ep.User != "" {
+		// A token pasted as the user name travels in every request and every log line.
+		return nil, errors.New("git url must not embed a user name: set --git-username, and the token in the token file")
+	}
 	if o.Branch == "" {
 		return nil, errors.New("git branch is empty")
 	}
@@ -118,7 +122,11 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	}
 	s := &Source{o: o, ep: ep, creds: creds, ref: plumbing.NewBranchReferenceName(o.Branch), path: source.CleanPath(o.Path)}
 	switch ep.Protocol {
-	case "http", "https", "file":
+	case "http":
+		if creds != nil && !source.Loopback(ep.Host) {
+			return nil, errors.New("git url: a token goes only over https (plain http only to a loopback host)")
+		}
+	case "https", "file":
 	case "ssh":
 		s.ssh = true
 		if o.SSHKeyFile == "" || o.KnownHostsFile == "" {

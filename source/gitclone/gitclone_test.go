@@ -309,12 +309,13 @@ func TestHTTPTokenRotation(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	cases := map[string]Options{
-		"no url":            {Branch: "main"},
-		"password in url":   {URL: "https://u:" + password + "@example.com/r.git", Branch: "main"},
-		"no branch":         {URL: "https://example.com/r.git"},
-		"ssh without keys":  {URL: "ssh://git@example.com/r.git", Branch: "main"},
-		"ssh without hosts": {URL: "git@example.com:r.git", Branch: "main", SSHKeyFile: "/k"},
-		"unknown scheme":    {URL: "ftp://example.com/r.git", Branch: "main"},
+		"no url":             {Branch: "main"},
+		"password in url":    {URL: "https://u:" + password + "@example.com/r.git", Branch: "main"},
+		"no branch":          {URL: "https://example.com/r.git"},
+		"ssh without keys":   {URL: "ssh://git@example.com/r.git", Branch: "main"},
+		"ssh without hosts":  {URL: "git@example.com:r.git", Branch: "main", SSHKeyFile: "/k"},
+		"unknown scheme":     {URL: "ftp://example.com/r.git", Branch: "main"},
+		"token as user name": {URL: "https://" + password + "@example.com/r.git", Branch: "main"},
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -510,5 +511,26 @@ func TestSymlinksAndLargeFilesReported(t *testing.T) {
 		if !found {
 			t.Errorf("Parse does not report %s: %v", p, errs)
 		}
+	}
+}
+
+// TestTokenOnlyOverHTTPS: with a token, plain http is refused unless the
+// server is this machine.
+func TestTokenOnlyOverHTTPS(t *testing.T) {
+	tf, _ := tokenFile(t, password)
+	for url, ok := range map[string]bool{
+		"http://git.example.com/r.git": false, "http://10.1.2.3/r.git": false,
+		"http://127.0.0.1:3000/r.git": true, "http://localhost/r.git": true, "https://git.example.com/r.git": true,
+	} {
+		_, err := New(tf, Options{URL: url, Branch: "main"})
+		if (err == nil) != ok {
+			t.Errorf("New(%s) with a token: %v, want ok=%v", url, err, ok)
+		}
+		if err != nil && strings.Contains(err.Error(), password) {
+			t.Errorf("error reveals the token: %v", err)
+		}
+	}
+	if _, err := New(nil, Options{URL: "http://git.example.com/r.git", Branch: "main"}); err != nil {
+		t.Errorf("anonymous http: %v", err)
 	}
 }

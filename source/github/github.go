@@ -88,6 +88,7 @@ type Source struct {
 	path        string
 	concurrency int
 	maxFile     int64
+	creds       source.Credentials // nil: anonymous; for Scrub
 
 	// mu serialises Head and Snapshot and guards the fields below.
 	mu    sync.Mutex
@@ -131,6 +132,9 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if base.User != nil {
 		return nil, errors.New("github api url must not embed credentials: use the token file")
 	}
+	if base.Scheme != "https" && !(base.Scheme == "http" && source.Loopback(base.Hostname())) {
+		return nil, errors.New("github api url must be https (plain http only to a loopback host)")
+	}
 	if !strings.HasSuffix(base.Path, "/") {
 		base.Path += "/"
 	}
@@ -138,7 +142,7 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if source.NoCredentials(creds) {
 		creds = nil
 	}
-	gh := github.NewClient(newHTTPClient(o, creds))
+	gh := github.NewClient(newHTTPClient(o, creds, base.Host))
 	gh.BaseURL = base
 	gh.UserAgent = "universe-operator-gitops"
 	return &Source{
@@ -150,12 +154,13 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 		concurrency: o.Concurrency,
 		maxFile:     source.Limits{FileBytes: o.MaxFileBytes}.MaxFileBytes(),
 		blobs:       map[string][]byte{},
+		creds:       creds,
 	}, nil
 }
 
 // newHTTPClient layers: retries (outside) → token header and reload on 401 →
 // a pooled transport.
-func newHTTPClient(o Options, creds source.Credentials) *http.Client {
+func newHTTPClient(o Options, creds source.Credentials, host string) *http.Client {
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil
 	rc.RetryMax = o.RetryMax
@@ -170,7 +175,7 @@ func newHTTPClient(o Options, creds source.Credentials) *http.Client {
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	rc.HTTPClient = &http.Client{
 		Timeout:   o.Timeout,
-		Transport: &authTransport{creds: creds, base: cleanhttp.DefaultPooledTransport()},
+		Transport: &authTransport{creds: creds, host: host, base: cleanhttp.DefaultPooledTransport()},
 	}
 	return rc.StandardClient()
 }
@@ -198,6 +203,20 @@ var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 func (s *Source) Head(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sha, err := s.resolveHead(ctx)
+	return sha, s.scrub(err)
+}
+
+// scrub removes the token from an error: go-github's errors carry the
+// host's answer, which may echo what it was sent.
+func (s *Source) scrub(err error) error {
+	if s.creds == nil {
+		return err
+	}
+	return s.creds.Token().Scrub(err)
+}
+
+func (s *Source) resolveHead(ctx context.Context) (string, error) {
 	u := fmt.Sprintf("repos/%s/%s/commits/%s", url.PathEscape(s.owner), url.PathEscape(s.repo), escapeRef(s.branch))
 	req, err := s.gh.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
@@ -237,6 +256,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 		again.Refetched = 0
 		return &again, nil
 	}
+	snap, err := s.snapshot(ctx, rev)
+	return snap, s.scrub(err)
+}
+
+func (s *Source) snapshot(ctx context.Context, rev string) (*source.Snapshot, error) {
 	entries, err := s.list(ctx, rev)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s at %s: %w", s.ref(), rev, err)
