@@ -126,8 +126,8 @@ type operator struct {
 	hook   string // http://127.0.0.1:port of POST /reconcile and GET /gitops
 	secret string // the webhook secret reconcileNow signs with
 	mu     sync.Mutex
-	log   strings.Builder
-	done  chan struct{}
+	log    strings.Builder
+	done   chan struct{}
 }
 
 // startOperator runs the built binary as a user would, with the given extra flags, against
