@@ -3,8 +3,8 @@ package main
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/reconcile/install"
 )
 
 // self names the operator's own objects in its namespace, which git may never write:
