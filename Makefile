@@ -41,6 +41,12 @@ e2e: controlplane build ## Run the end-to-end suite only
 bench: controlplane ## Sweep vs kubectl apply --server-side over 1000 CRs: ratios and request counts
 	$(GO_TEST) -run '^$$' -bench 'SweepVsKubectl|SweepRSS' -benchtime 1x ./reconcile/gitops/
 
+FUZZTIME ?= 30s
+fuzz: ## Run each fuzz target for FUZZTIME (seeds in testdata/fuzz also run in every go test)
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./source/
+	go test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./reconcile/gitops/
+	go test -run '^$$' -fuzz '^FuzzMaskSecret$$' -fuzztime $(FUZZTIME) ./reconcile/
+
 generate: ## Regenerate deepcopy code and CRD bundles
 	go generate ./kinds/...
 
@@ -66,4 +72,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build image image-push controlplane test test-unit e2e bench generate verify fmt vet lint demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane test test-unit e2e bench fuzz generate verify fmt vet lint demo cluster-up cluster-down

@@ -121,19 +121,36 @@ func (r *gitRepo) push(t *testing.T, msg string, files map[string][]byte) (strin
 
 // operator is one `operator run` subprocess.
 type operator struct {
-	cmd   *exec.Cmd
-	probe string // http://127.0.0.1:port
-	mu    sync.Mutex
-	log   strings.Builder
-	done  chan struct{}
+	cmd    *exec.Cmd
+	probe  string // http://127.0.0.1:port of /healthz and /readyz
+	hook   string // http://127.0.0.1:port of POST /reconcile and GET /gitops
+	secret string // the webhook secret reconcileNow signs with
+	mu     sync.Mutex
+	log    strings.Builder
+	done   chan struct{}
 }
 
 // startOperator runs the built binary as a user would, with the given extra flags, against
 // the shared cluster and repo. Its log is kept for assertions and printed when the test fails.
 func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, extra ...string) *operator {
 	t.Helper()
-	probe, metrics := freePort(t), freePort(t)
+	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
+	secret, secretFile := "e2e-hook-secret-3b9a", filepath.Join(t.TempDir(), "webhook-secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range extra { // a test's own secret wins, as its flag comes last
+		if a == "--gitops-webhook-secret-file" && i+1 < len(extra) {
+			b, err := os.ReadFile(extra[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			secret = strings.TrimSpace(string(b))
+		}
+	}
 	args := []string{"run",
+		"--gitops-webhook-secret-file", secretFile,
+		"--webhook-bind-address", fmt.Sprintf("127.0.0.1:%d", hook),
 		"--kubeconfig", cl.kubeconfig,
 		"--namespace", namespace,
 		"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username,
@@ -142,7 +159,8 @@ func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, e
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 	}
-	o := &operator{cmd: exec.Command(operatorBin, append(args, extra...)...), probe: fmt.Sprintf("http://127.0.0.1:%d", probe), done: make(chan struct{})}
+	o := &operator{cmd: exec.Command(operatorBin, append(args, extra...)...), probe: fmt.Sprintf("http://127.0.0.1:%d", probe),
+		hook: fmt.Sprintf("http://127.0.0.1:%d", hook), secret: secret, done: make(chan struct{})}
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	o.cmd.Stdout, o.cmd.Stderr = pw, pw
@@ -198,10 +216,17 @@ func (o *operator) stop(sig syscall.Signal) {
 	}
 }
 
-// reconcileNow is the push webhook: POST /reconcile.
+// reconcileNow is the push webhook: a signed POST /reconcile.
 func (o *operator) reconcileNow(t *testing.T) {
 	t.Helper()
-	resp, err := http.Post(o.probe+"/reconcile", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+	const body = `{"ref":"refs/heads/main"}`
+	req, err := http.NewRequest(http.MethodPost, o.hook+"/reconcile", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", sign(o.secret, body))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +238,7 @@ func (o *operator) reconcileNow(t *testing.T) {
 
 // report returns the last sweep's report from GET /gitops.
 func (o *operator) report() (*gitops.Report, error) {
-	resp, err := http.Get(o.probe + "/gitops")
+	resp, err := http.Get(o.hook + "/gitops")
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func TestWebhookSignature(t *testing.T) {
 	sha, pushed = repo.push(t, "bump web", map[string][]byte{"apps/note.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: " + ns + "}\ndata: {k: v}\n")})
 	body := `{"ref":"refs/heads/main","after":"` + sha + `"}`
 	post := func(headers map[string]string) int {
-		req, _ := http.NewRequest(http.MethodPost, op.probe+"/reconcile", strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, op.hook+"/reconcile", strings.NewReader(body))
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}

@@ -150,26 +150,47 @@ func MarshalMasked(obj *unstructured.Unstructured) ([]byte, error) {
 }
 
 // MaskSecret returns obj with every Secret data and stringData value replaced by Mask; any
-// other object is returned as is. obj is never modified.
+// other object is returned as is. obj is never modified. See maskSecretFields.
 func MaskSecret(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return maskSecretFields(obj, "data", "stringData")
 }
 
+// secretAnnotations carry a copy of a Secret (data included) when a client writes them.
+var secretAnnotations = []string{corev1LastApplied}
+
+const corev1LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
 // maskSecretFields returns a copy of a Secret with every value of the given fields replaced
-// by Mask; any other object is returned as it is.
+// by Mask (a field that is not a map, a string for instance, is masked whole), and without
+// the annotations that copy the Secret (last-applied-configuration); any other object is
+// returned as it is.
 func maskSecretFields(obj *unstructured.Unstructured, fields ...string) *unstructured.Unstructured {
 	if obj == nil || !ssautil.IsSecret(obj) {
 		return obj
 	}
 	masked := obj.DeepCopy()
 	for _, field := range fields {
-		m, ok := masked.Object[field].(map[string]any)
+		v, present := masked.Object[field]
+		if !present {
+			continue
+		}
+		m, ok := v.(map[string]any)
 		if !ok {
+			masked.Object[field] = Mask // not a map: nothing of it may show
 			continue
 		}
 		for k := range m {
 			m[k] = Mask
 		}
+	}
+	if ann := masked.GetAnnotations(); len(ann) > 0 {
+		for _, a := range secretAnnotations {
+			delete(ann, a)
+		}
+		if len(ann) == 0 {
+			ann = nil
+		}
+		masked.SetAnnotations(ann)
 	}
 	return masked
 }

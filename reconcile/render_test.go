@@ -231,6 +231,15 @@ func TestMaskSecret(t *testing.T) {
 			in:   obj("v1", "Secret", nil),
 			want: obj("v1", "Secret", nil),
 		},
+		"data that is not a map is masked whole": {
+			in:   obj("v1", "Secret", map[string]any{"data": "cGFzc3dvcmQ=", "stringData": []any{"password"}}),
+			want: obj("v1", "Secret", map[string]any{"data": reconcile.Mask, "stringData": reconcile.Mask}),
+		},
+		"last-applied-configuration dropped": {
+			in: obj("v1", "Secret", map[string]any{"metadata": map[string]any{"name": "x", "annotations": map[string]any{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"a":"c2VjcmV0"}}`, "team": "db"}}}),
+			want: obj("v1", "Secret", map[string]any{"metadata": map[string]any{"name": "x", "annotations": map[string]any{"team": "db"}}}),
+		},
 		"configmap untouched": {
 			in:   obj("v1", "ConfigMap", map[string]any{"data": map[string]any{"a": "b"}}),
 			want: obj("v1", "ConfigMap", map[string]any{"data": map[string]any{"a": "b"}}),

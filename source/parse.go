@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -61,25 +62,74 @@ func (e FileError) Unwrap() error { return e.Err }
 // never dropped silently. A malformed file yields one FileError and no
 // objects (a half-read file is never applied), and never affects other files.
 // Objects are returned in file order, then document order.
-func Parse(s *Snapshot) ([]Object, []FileError) {
+//
+// Parse reads under DefaultLimits; see ParseLimited.
+func Parse(s *Snapshot) ([]Object, []FileError) { return ParseLimited(s, DefaultLimits()) }
+
+// ParseLimited is Parse under the given limits (zero fields: the defaults).
+// A file the Source refused (File.Refused), over FileBytes, past Files or
+// TotalBytes, with more than Documents documents, not UTF-8, or with a
+// duplicate mapping key is one FileError naming it; the other files are
+// parsed as usual.
+func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) {
+	l = l.orDefault()
 	var objs []Object
 	var errs []FileError
+	files, total := 0, int64(0)
 	for _, f := range s.Files {
 		if !IsManifest(f.Path) {
+			continue
+		}
+		if f.Refused != nil {
+			errs = append(errs, FileError{File: f.Path, Err: f.Refused})
+			continue
+		}
+		size := max(f.Size, int64(len(f.Data)))
+		if size > l.FileBytes {
+			errs = append(errs, FileError{File: f.Path, Err: TooLarge(size, l.FileBytes)})
+			continue
+		}
+		if files++; files > l.Files {
+			errs = append(errs, FileError{File: f.Path, Err: fmt.Errorf("%w: more than %d manifest files (--gitops-max-files)", ErrTooManyFiles, l.Files)})
+			continue
+		}
+		if total += size; total > l.TotalBytes {
+			errs = append(errs, FileError{File: f.Path, Err: fmt.Errorf("%w: the files before it already hold %d of the %d bytes a revision may (--gitops-max-snapshot-bytes)",
+				ErrSnapshotTooLarge, total-size, l.TotalBytes)})
 			continue
 		}
 		if isKustomization(f.Path) {
 			errs = append(errs, FileError{File: f.Path, Err: ErrKustomization})
 			continue
 		}
-		o, e := parseFile(f.Path, f.Data)
+		o, e := parseFile(f.Path, f.Data, l.Documents)
 		objs = append(objs, o...)
 		errs = append(errs, e...)
 	}
 	return objs, errs
 }
 
-func parseFile(file string, data []byte) ([]Object, []FileError) {
+// ErrNotUTF8 marks a file that is not UTF-8 text.
+var ErrNotUTF8 = errors.New("not UTF-8")
+
+// encoding refuses what is not UTF-8, naming UTF-16 and UTF-32 (by their
+// byte order marks) so the fix is plain.
+func encoding(data []byte) error {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE, 0, 0}), bytes.HasPrefix(data, []byte{0, 0, 0xFE, 0xFF}):
+		return fmt.Errorf("%w: the file is UTF-32; save it as UTF-8", ErrNotUTF8)
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}), bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		return fmt.Errorf("%w: the file is UTF-16; save it as UTF-8", ErrNotUTF8)
+	case !utf8.Valid(data):
+		return fmt.Errorf("%w: the file holds bytes that are not UTF-8 text; save it as UTF-8", ErrNotUTF8)
+	}
+	return nil
+}
+
+func parseFile(file string, data []byte, maxDocs int) ([]Object, []FileError) {
+	if err := encoding(data); err != nil {
+		return nil, []FileError{{File: file, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}}
+	}
 	var objs []Object
 	var errs []FileError
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -90,6 +140,9 @@ func parseFile(file string, data []byte) ([]Object, []FileError) {
 		}
 		if err != nil {
 			return nil, []FileError{{File: file, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}}
+		}
+		if doc > maxDocs {
+			return nil, []FileError{{File: file, Err: fmt.Errorf("%w: more than %d YAML documents (--gitops-max-documents); none of the file is applied", ErrTooManyDocuments, maxDocs)}}
 		}
 		obj, err := decode(raw)
 		switch {
@@ -114,7 +167,8 @@ func parseFile(file string, data []byte) ([]Object, []FileError) {
 
 // decode turns one YAML document into an object; nil, nil for an empty one.
 func decode(raw []byte) (*unstructured.Unstructured, error) {
-	js, err := yaml.YAMLToJSON(raw)
+	// Strict: a duplicate mapping key is an error, not a silent last-wins.
+	js, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,13 @@ type File struct {
 	Path string
 	// BlobSHA is the git blob id of Data.
 	BlobSHA string
-	// Data is the file content; read only.
+	// Data is the file content; read only. Nil when Refused is set.
 	Data []byte
+	// Size is the size the host declared; 0 means len(Data).
+	Size int64
+	// Refused, when set, says why the Source did not read the file (a
+	// symbolic link, a file over the size limit); Parse reports it by name.
+	Refused error
 }
 
 // A Source reads the universe repository. Implementations serialise their

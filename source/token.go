@@ -3,8 +3,10 @@ package source
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +107,37 @@ func OpenTokenFile(path string) (*TokenFile, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// String implements fmt.Stringer: the path, never the token.
+func (f *TokenFile) String() string {
+	if f == nil {
+		return "TokenFile(<nil>)"
+	}
+	return "TokenFile(" + f.path + ")"
+}
+
+// GoString implements fmt.GoStringer.
+func (f *TokenFile) GoString() string { return f.String() }
+
+// Format implements fmt.Formatter, so that no verb or flag (%v %+v %#v %s %q
+// %x …) prints the token: fmt would otherwise print the unexported fields raw.
+func (f *TokenFile) Format(s fmt.State, _ rune) { _, _ = s.Write([]byte(f.String())) }
+
+// MarshalLog implements logr.Marshaler.
+func (f *TokenFile) MarshalLog() any { return f.String() }
+
+// MarshalJSON implements json.Marshaler.
+func (f *TokenFile) MarshalJSON() ([]byte, error) { return json.Marshal(f.String()) }
+
+// Loopback reports whether host (a name or an IP, without port) is this
+// machine: the only place plain http may carry a token.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Path returns the file the token is read from.

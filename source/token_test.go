@@ -208,3 +208,30 @@ func TestNilTokenFileFailsClosed(t *testing.T) {
 		t.Error("NoCredentials misses a nil *TokenFile in the interface")
 	}
 }
+
+// TestTokenFileRedactsInEveryVerb: fmt prints a struct's unexported fields
+// raw, Formatter or not; *TokenFile formats itself, so no verb shows the
+// token.
+func TestTokenFileRedactsInEveryVerb(t *testing.T) {
+	const secret = "tf-secret-61c0d2" // shadows the package fixture on purpose
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tf, err := OpenTokenFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type holder struct{ Creds *TokenFile }
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		for _, v := range []any{tf, holder{tf}, &holder{tf}, []*TokenFile{tf}, map[string]*TokenFile{"k": tf}} { // a TokenFile value cannot be copied (vet: copylocks)
+			if got := fmt.Sprintf(verb, v); strings.Contains(got, secret) || strings.Contains(got, fmt.Sprintf("%x", secret)) {
+				t.Errorf("Sprintf(%q, %T) = %q reveals the token", verb, v, got)
+			}
+		}
+	}
+	b, _ := json.Marshal(holder{tf})
+	if strings.Contains(string(b), secret) {
+		t.Errorf("json reveals the token: %s", b)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openuniverse/operator/kinds"
@@ -41,7 +42,9 @@ type runOptions struct {
 	Kubeconfig    string
 	Controllers   []string
 	MetricsAddr   string
+	MetricsSecure bool
 	ProbeAddr     string
+	WebhookAddr   string
 	LeaderElect   bool
 	LeaderID      string
 	LeaseDuration time.Duration
@@ -52,6 +55,8 @@ type runOptions struct {
 	UpgradeFSM       bool
 	PreflightGCEvery time.Duration
 	PreflightGCGrace time.Duration
+	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
+	ProtectedSecrets []string
 
 	Source source.Options
 	GitHub github.Options
@@ -66,7 +71,9 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	fs.StringSliceVar(&o.Controllers, "controllers", []string{"kinds", "gitops", "imageupdate"}, "Loops to run: kinds (a controller per Kind), gitops (the git sweep; needs --git-url or --github-repository), drive (the apps drive loop), tenants (tenant namespace onboarding), agents (AgentDeployment), imageupdate (registry tags committed to git).")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz, /readyz, POST /reconcile and GET /gitops.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS, to callers the apiserver authenticates and authorizes (TokenReview and SubjectAccessReview: grant get on the non-resource URL /metrics).")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz, and nothing else.")
+	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "Address of POST /reconcile and GET /gitops; 0 disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect one leader through a Lease; only the leader writes.")
 	fs.StringVar(&o.LeaderID, "leader-election-id", "", "Name of the Lease; empty means universe-operator.<api-group>.")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "How long a lease is valid before others may take it.")
@@ -76,6 +83,8 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
+	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
+		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
 	o.Source.BindFlags(fs)
 	o.GitHub.BindFlags(fs)
@@ -123,12 +132,16 @@ func run(o *runOptions) error {
 	if leaderID == "" {
 		leaderID = "universe-operator." + o.APIGroup
 	}
+	metrics := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		metrics.SecureServing, metrics.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// children are watched (Owns) as unstructured objects: read them from those caches
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:        "0", // served below, next to /reconcile and /gitops
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        "0", // probes are served below, alone on their listener; the webhook has its own
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              leaderID,
 		LeaderElectionNamespace:       o.Namespace,
@@ -140,10 +153,16 @@ func run(o *runOptions) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/healthz", http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
+	probes := http.NewServeMux() // /healthz and /readyz, and nothing else
+	probes.Handle("/healthz", http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}))
 	ready := gitops.Readiness{"caches": cacheSynced(mgr)} // the sweep adds its own check
-	mux.Handle("/readyz", ready)
+	probes.Handle("/readyz", ready)
+	if o.ProbeAddr != "0" {
+		if err := mgr.Add(&manager.Server{Name: "probes", Server: hardenedServer(o.ProbeAddr, probes)}); err != nil {
+			return err
+		}
+	}
+	mux := http.NewServeMux() // POST /reconcile and GET /gitops
 
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"),
@@ -169,9 +188,8 @@ func run(o *runOptions) error {
 	if err := setupDriveLoops(mgr, o, nil, nil, log); err != nil {
 		return err
 	}
-	if o.ProbeAddr != "0" {
-		srv := &manager.Server{Name: "probes", Server: &http.Server{Addr: o.ProbeAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-		if err := mgr.Add(srv); err != nil {
+	if o.WebhookAddr != "0" && slices.Contains(o.Controllers, "gitops") {
+		if err := mgr.Add(&manager.Server{Name: "webhook", Server: hardenedServer(o.WebhookAddr, mux)}); err != nil {
 			return err
 		}
 	}
@@ -196,6 +214,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		return nil, fmt.Errorf("--gitops-token-file: %w", err)
 	}
 	var src source.Source
+	o.Git.MaxFileBytes, o.GitHub.MaxFileBytes = o.GitOps.Limits.FileBytes, o.GitOps.Limits.FileBytes // oversized blobs are never read
 	switch {
 	case o.Git.URL != "" && o.GitHub.Repository != "":
 		return nil, errors.New("set one of --git-url and --github-repository, not both")
@@ -210,7 +229,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
 	}
-	scope, err := o.GitOps.Scope(o.Namespace)
+	scope, err := o.GitOps.Scope(self(o.Namespace, o.ProtectedSecrets))
 	if err != nil {
 		return nil, fmt.Errorf("gitops scope: %w", err)
 	}
@@ -219,11 +238,14 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		return nil, err
 	}
 	sweeper.Recorder = mgr.GetEventRecorder(reconcile.RecorderGitOps)
-	var secret *source.TokenFile
-	if o.GitOps.WebhookSecretFile != "" {
-		if secret, err = source.OpenTokenFile(o.GitOps.WebhookSecretFile); err != nil {
-			return nil, fmt.Errorf("--gitops-webhook-secret-file: %w", err)
-		}
+	secret, err := o.GitOps.WebhookSecret()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--gitops-webhook-secret-file: %w", err)
+	case secret == nil:
+		log.Info("Accepting unsigned webhooks: anyone reaching POST /reconcile can trigger sweeps (--gitops-webhook-insecure)",
+			"address", o.WebhookAddr)
+	default:
 		if err := mgr.Add(watchFile(secret, log.WithName("webhook-secret"))); err != nil {
 			return nil, err
 		}
@@ -240,7 +262,8 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		if err != nil {
 			return nil, err
 		}
-		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now}
+		relay := &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now,
+			MinInterval: o.GitOps.MinInterval(), Log: ctrl.Log.WithName("webhook-relay")}
 		var leading atomic.Bool
 		go func() { <-mgr.Elected(); leading.Store(true) }()
 		wh.Leader, wh.Relay = leading.Load, relay
@@ -291,14 +314,34 @@ func credsOrNil(tf *source.TokenFile) source.Credentials {
 	return tf
 }
 
-// watchFile reloads a token file on change on every replica, so a new leader starts with
-// the current token.
-func watchFile(tf *source.TokenFile, log logr.Logger) manager.RunnableFunc {
-	return func(ctx context.Context) error {
+// watchFile reloads a token file on change on every replica (standbys verify webhooks
+// too, and a new leader starts with the current token): it is not leader-elected.
+func watchFile(tf *source.TokenFile, log logr.Logger) manager.Runnable {
+	return everyReplica(func(ctx context.Context) error {
 		if err := tf.Watch(ctx, log); err != nil && ctx.Err() == nil {
 			log.Error(err, "watching token file stopped; the token is still re-read after an authentication failure")
 		}
 		return nil
+	})
+}
+
+// everyReplica is a Runnable that runs on standbys as well as on the leader (a bare
+// RunnableFunc runs on the leader only).
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// hardenedServer bounds what one client can hold: headers 64 KiB and 10 s, a request
+// 30 s to read and its answer 30 s to write, an idle connection 2 minutes.
+func hardenedServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 }
 

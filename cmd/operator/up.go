@@ -41,12 +41,11 @@ func newUpCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&manifests, "manifests", "", "Directory of manifests to apply (walked recursively for .yaml and .yml files).")
 	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
-	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; owned by the apply when --gitops-namespaces is empty.")
+	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; owned only when --gitops-namespaces names it, and its own objects never are.")
 	fs.StringVar(&o.Image, "image", defaultImage(), "Operator container image.")
 	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	fs.StringSliceVar(&g.Namespaces, "gitops-namespaces", nil, "Namespaces the manifests may apply into; empty for --namespace, * for all.")
-	fs.StringSliceVar(&g.ApplyScope, "gitops-apply-scope", nil, "Optional vetted subset of objects to apply: name or namespace/name entries.")
+	g.BindScopeFlags(fs) // --gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds
 	return cmd
 }
 
@@ -55,7 +54,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 	if err != nil {
 		return fmt.Errorf("--manifests: %w", err)
 	}
-	scope, err := g.Scope(o.Namespace)
+	scope, err := g.Scope(self(o.Namespace, defaultProtectedSecrets))
 	if err != nil {
 		return fmt.Errorf("gitops scope: %w", err)
 	}

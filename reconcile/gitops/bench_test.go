@@ -62,6 +62,7 @@ func BenchmarkSweepVsKubectl(b *testing.B) {
 		ns = fmt.Sprintf("bench-sweep-%d-%d", i, time.Now().Unix())
 		src := newMemSource(serviceFixture(b, ns, n))
 		scope, _ := NewScope([]string{All}, nil)
+		scope = scope.WithCRDs(true) // the fixture declares its CRD
 		reqs := &requests{}
 		counted := rest.CopyConfig(cfg)
 		counted.WrapTransport = reqs.wrap

@@ -11,7 +11,7 @@ import (
 func ExampleScope_Plan() {
 	o := gitops.DefaultOptions()
 	o.Namespaces = []string{"hanzo"}
-	scope, err := o.Scope("operator-system")
+	scope, err := o.Scope(gitops.Self{Namespace: "operator-system"})
 	if err != nil {
 		panic(err)
 	}

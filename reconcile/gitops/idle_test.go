@@ -121,9 +121,10 @@ func TestSummarize(t *testing.T) {
 	skips := []Skip{
 		{Reason: ReasonUnparseable}, {Reason: ReasonKustomization}, {Reason: ReasonTypeless}, {Reason: ReasonDuplicate},
 		{Reason: ReasonNoName}, {Reason: ReasonNamespaceNotOwned}, {Reason: ReasonNotInApplyScope}, {Reason: ReasonNoNamespace},
-		{Reason: ReasonClusterWideNotOwned}, {Reason: ReasonClusterScopedWithNamespace},
+		{Reason: ReasonCRDNotAllowed}, {Reason: ReasonClusterScopedWithNamespace},
+		{Reason: ReasonClusterScoped}, {Reason: ReasonOperatorObject},
 	}
-	want := Summary{Files: 9, Refetched: 2, Applied: 5, Created: 1, Updated: 2, InSync: 1, Errors: 1, Denied: 1, Skipped: 5, OutOfScope: 5}
+	want := Summary{Files: 9, Refetched: 2, Applied: 5, Created: 1, Updated: 2, InSync: 1, Errors: 1, Denied: 1, Skipped: 5, OutOfScope: 7}
 	if diff := cmp.Diff(want, Summarize(9, 2, 5, results, skips)); diff != "" {
 		t.Errorf("Summarize (-want +got):\n%s", diff)
 	}

@@ -48,8 +48,16 @@ const (
 	// NamespaceNotOwned: the object's namespace (or, for a Namespace, its
 	// name) is not owned.
 	ReasonNamespaceNotOwned Reason = "NamespaceNotOwned"
-	// ClusterWideNotOwned: a CRD, applied only when every namespace is owned.
-	ReasonClusterWideNotOwned Reason = "ClusterWideNotOwned"
+	// CRDNotAllowed: a CRD, applied only with the explicit opt-in.
+	ReasonCRDNotAllowed Reason = "CRDNotAllowed"
+	// ClusterScoped: the API scopes the kind cluster-wide (whatever the
+	// manifest says) and it is neither a Namespace nor an admitted CRD.
+	ReasonClusterScoped Reason = "ClusterScoped"
+	// OwnerReferences: the object declares ownerReferences, which would hand
+	// its life to the garbage collector.
+	ReasonOwnerReferences Reason = "OwnerReferences"
+	// OperatorObject: one of the operator's own objects.
+	ReasonOperatorObject Reason = "OperatorObject"
 	// ClusterScopedWithNamespace: a Namespace or CRD that declares a
 	// namespace, which cluster-scoped objects cannot have.
 	ReasonClusterScopedWithNamespace Reason = "ClusterScopedWithNamespace"
@@ -139,16 +147,32 @@ func (s Scope) Plan(objs []source.Object, errs []source.FileError) Plan {
 	return p
 }
 
-// decide applies the scope to one object.
+// decide applies the scope to one object, asking the API (Scope.WithAPI)
+// whether its kind is namespaced. A kind the API does not know yet is
+// admitted provisionally when it names an owned namespace; the sweep decides
+// again (Admit) with the RESTMapping before it applies anything.
 func (s Scope) decide(o source.Object) (Skip, bool) {
+	return s.Admit(o, s.scoping(o.Obj.GroupVersionKind()))
+}
+
+// Admit applies the scope to one object whose kind the API scopes as given.
+// Cluster-scoped kinds other than Namespace (and CRDs under the opt-in) are
+// refused whether or not the manifest declares a namespace: the apiserver
+// drops the namespace of a cluster-scoped object, so the manifest's word is
+// never taken. It is pure.
+func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 	obj := o.Obj
 	gk := obj.GroupVersionKind().GroupKind()
 	name, ns := obj.GetName(), obj.GetNamespace()
 	if name == "" {
 		return objectSkip(o, ReasonNoName, "no metadata.name (generateName is not supported: every sweep would create another object)"), false
 	}
-	switch gk {
-	case namespaceKind:
+	if len(obj.GetOwnerReferences()) > 0 {
+		return objectSkip(o, ReasonOwnerReferences,
+			"declares metadata.ownerReferences: the garbage collector would delete it with (or for want of) its owner; remove them from git"), false
+	}
+	switch {
+	case gk == namespaceKind:
 		if ns != "" {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a Namespace cannot declare metadata.namespace; remove it"), false
 		}
@@ -156,23 +180,27 @@ func (s Scope) decide(o source.Object) (Skip, bool) {
 			return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
 				"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", name, s)), false
 		}
-	case crdKind:
+	case gk == crdKind:
+		if !s.crds {
+			return objectSkip(o, ReasonCRDNotAllowed,
+				"a CustomResourceDefinition changes the API of every namespace and is applied only with --gitops-allow-crds (OPERATOR_GITOPS_ALLOW_CRDS)"), false
+		}
 		if ns != "" {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a CustomResourceDefinition cannot declare metadata.namespace; remove it"), false
 		}
-		if !s.OwnsAll() {
-			return objectSkip(o, ReasonClusterWideNotOwned, fmt.Sprintf(
-				"a CustomResourceDefinition changes every namespace and is applied only when all are owned (owned: %s); set --gitops-namespaces=* (GITOPS_NAMESPACES)", s)), false
-		}
-	default:
-		if ns == "" {
-			return objectSkip(o, ReasonNoNamespace,
-				"no metadata.namespace: the sweep never guesses one, and applies no cluster-scoped kind other than Namespace and CustomResourceDefinition"), false
-		}
-		if !s.Owns(ns) {
-			return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
-				"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", ns, s)), false
-		}
+	case scoping == ScopeCluster:
+		return objectSkip(o, ReasonClusterScoped, fmt.Sprintf(
+			"%s is cluster-scoped (the apiserver's RESTMapping says so, whatever namespace the file declares); the git path applies no cluster-scoped kind but Namespace and, with --gitops-allow-crds, CustomResourceDefinition",
+			obj.GetKind())), false
+	case ns == "":
+		return objectSkip(o, ReasonNoNamespace,
+			"no metadata.namespace: the sweep never guesses one, and applies no cluster-scoped kind other than Namespace and CustomResourceDefinition"), false
+	case !s.Owns(ns):
+		return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
+			"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", ns, s)), false
+	case s.self.protects(gk, ns, name):
+		return objectSkip(o, ReasonOperatorObject,
+			"one of the operator's own objects (its Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap or Secrets): git may never write it"), false
 	}
 	if !s.vetted(ns, name) {
 		return objectSkip(o, ReasonNotInApplyScope,

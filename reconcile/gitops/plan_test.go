@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/source"
 )
@@ -63,6 +65,7 @@ func TestPlan(t *testing.T) {
 		subset     []string
 		objs       []source.Object
 		errs       []source.FileError
+		crds       bool
 		applies    []string
 		skips      []skip
 	}{
@@ -125,15 +128,22 @@ func TestPlan(t *testing.T) {
 				{"other.yaml", "Namespace zen", ReasonNamespaceNotOwned},
 			},
 		},
-		"crd only under star": {
-			reason:     "a CRD changes every namespace",
-			namespaces: []string{"hanzo"},
-			objs:       []source.Object{obj("crd.yaml", "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "apps.hanzo.ai")},
-			skips:      []skip{{"crd.yaml", "CustomResourceDefinition apps.hanzo.ai", ReasonClusterWideNotOwned}},
+		"crd only with the opt-in": {
+			reason:     "a CRD changes every namespace: even * does not admit it without --gitops-allow-crds",
+			namespaces: []string{"*"},
+			objs: []source.Object{
+				obj("crd.yaml", "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "apps.hanzo.ai"),
+				obj("crd2.yaml", "apiextensions.k8s.io/v1", "CustomResourceDefinition", "hanzo", "dbs.hanzo.ai"),
+			},
+			skips: []skip{
+				{"crd.yaml", "CustomResourceDefinition apps.hanzo.ai", ReasonCRDNotAllowed},
+				{"crd2.yaml", "CustomResourceDefinition hanzo/dbs.hanzo.ai", ReasonCRDNotAllowed},
+			},
 		},
 		"crds then namespaces first": {
 			reason:     "dependencies apply in the same sweep; the rest keep file order",
 			namespaces: []string{"*"},
+			crds:       true,
 			objs: []source.Object{
 				app("a.yaml", "hanzo", "web"),
 				obj("b.yaml", "v1", "Namespace", "", "hanzo"),
@@ -177,7 +187,7 @@ func TestPlan(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := mustScope(t, tc.namespaces, tc.subset).Plan(tc.objs, tc.errs)
+			p := mustScope(t, tc.namespaces, tc.subset).WithCRDs(tc.crds).Plan(tc.objs, tc.errs)
 			if diff := cmp.Diff(tc.applies, applied(p)); diff != "" {
 				t.Errorf("%s\napplies (-want +got):\n%s", tc.reason, diff)
 			}
@@ -254,5 +264,111 @@ func TestPlanFromParse(t *testing.T) {
 	}
 	if diff := cmp.Diff([]skip{{"crs/a.yaml", "", ReasonTypeless}, {"crs/kustomization.yaml", "", ReasonKustomization}}, skipped(p)); diff != "" {
 		t.Errorf("skips (-want +got):\n%s", diff)
+	}
+}
+
+// apiScopes answers as the apiserver's RESTMapping does for the kinds below;
+// anything else is not known (yet).
+func apiScopes(gvk schema.GroupVersionKind) Scoping {
+	switch gvk.GroupKind().String() {
+	case "ClusterRoleBinding.rbac.authorization.k8s.io", "ClusterRole.rbac.authorization.k8s.io",
+		"MutatingWebhookConfiguration.admissionregistration.k8s.io", "StorageClass.storage.k8s.io", "PersistentVolume":
+		return ScopeCluster
+	case "ConfigMap", "Secret", "ServiceAccount", "Deployment.apps", "Lease.coordination.k8s.io", "RoleBinding.rbac.authorization.k8s.io":
+		return ScopeNamespaced
+	}
+	return ScopeUnknown
+}
+
+// TestPlanScopesByTheAPI: whether a kind is cluster-scoped is the API's
+// answer, never the manifest's: a ClusterRoleBinding to cluster-admin that
+// declares an owned namespace (the apiserver would drop it and create the
+// binding cluster-wide) is refused by name, as is one without a namespace.
+func TestPlanScopesByTheAPI(t *testing.T) {
+	crb := obj("rbac.yaml", "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "probe", "pwn")
+	hook := obj("hook.yaml", "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "probe", "pwn")
+	bare := obj("pv.yaml", "v1", "PersistentVolume", "", "disk")
+	cm := obj("cm.yaml", "v1", "ConfigMap", "probe", "ok")
+	widget := obj("w.yaml", "example.com/v1", "Widget", "probe", "w") // its CRD may come in this snapshot
+	objs := []source.Object{crb, hook, bare, cm, widget}
+	for _, namespaces := range [][]string{{"probe"}, {"*"}} {
+		p := mustScope(t, namespaces, nil).WithAPI(apiScopes).Plan(objs, nil)
+		if diff := cmp.Diff([]string{"cm.yaml: ConfigMap probe/ok", "w.yaml: Widget probe/w"}, applied(p)); diff != "" {
+			t.Errorf("%v: applies (-want +got):\n%s", namespaces, diff)
+		}
+		want := []skip{
+			{"hook.yaml", "MutatingWebhookConfiguration probe/pwn", ReasonClusterScoped},
+			{"pv.yaml", "PersistentVolume disk", ReasonClusterScoped},
+			{"rbac.yaml", "ClusterRoleBinding probe/pwn", ReasonClusterScoped},
+		}
+		if diff := cmp.Diff(want, skipped(p)); diff != "" {
+			t.Errorf("%v: skips (-want +got):\n%s", namespaces, diff)
+		}
+	}
+	// The sweep decides the provisional kind again once it resolves.
+	s := mustScope(t, []string{"probe"}, nil)
+	if sk, ok := s.Admit(widget, ScopeCluster); ok || sk.Reason != ReasonClusterScoped {
+		t.Errorf("Admit(cluster-scoped Widget) = %v %v, want refused as ClusterScoped", sk, ok)
+	}
+	if _, ok := s.Admit(widget, ScopeNamespaced); !ok {
+		t.Error("Admit(namespaced Widget in an owned namespace) refused")
+	}
+}
+
+// TestPlanNeverWritesTheOperator: "*" covers neither the system namespaces
+// nor the operator's; naming the operator's namespace owns it, but its own
+// objects stay refused; ownerReferences from git are refused.
+func TestPlanNeverWritesTheOperator(t *testing.T) {
+	self := Self{Namespace: "universe-system", Objects: []SelfObject{
+		{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Name: "universe-operator"},
+		{GroupKind: schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}},
+		{GroupKind: schema.GroupKind{Kind: "Secret"}, Name: "universe-operator-webhook"},
+	}}
+	owned := obj("own.yaml", "v1", "ConfigMap", "apps", "owned")
+	owned.Obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "0000"}})
+	objs := []source.Object{
+		obj("a.yaml", "v1", "ConfigMap", "kube-system", "x"),
+		obj("b.yaml", "v1", "ConfigMap", "kube-public", "x"),
+		obj("c.yaml", "coordination.k8s.io/v1", "Lease", "kube-node-lease", "node"),
+		obj("d.yaml", "apps/v1", "Deployment", "universe-system", "universe-operator"),
+		obj("e.yaml", "coordination.k8s.io/v1", "Lease", "universe-system", "universe-operator.hanzo.ai"),
+		obj("f.yaml", "v1", "Secret", "universe-system", "universe-operator-webhook"),
+		obj("g.yaml", "v1", "ConfigMap", "universe-system", "settings"),
+		obj("h.yaml", "v1", "Namespace", "", "kube-system"),
+		obj("i.yaml", "v1", "ConfigMap", "apps", "fine"),
+		owned,
+	}
+	star, err := (Options{Namespaces: []string{"*"}}).Scope(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := star.WithAPI(apiScopes).Plan(objs, nil)
+	if diff := cmp.Diff([]string{"i.yaml: ConfigMap apps/fine"}, applied(p)); diff != "" {
+		t.Errorf("*: applies (-want +got):\n%s", diff)
+	}
+	for _, s := range p.Skips {
+		if s.File != "own.yaml" && s.Reason != ReasonNamespaceNotOwned {
+			t.Errorf("*: %s: %s, want NamespaceNotOwned", s.File, s.Reason)
+		}
+		if s.File == "own.yaml" && s.Reason != ReasonOwnerReferences {
+			t.Errorf("ownerReferences: %s, want OwnerReferences", s.Reason)
+		}
+	}
+	named, err := (Options{Namespaces: []string{"universe-system", "apps"}}).Scope(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = named.WithAPI(apiScopes).Plan(objs, nil)
+	if diff := cmp.Diff([]string{"g.yaml: ConfigMap universe-system/settings", "i.yaml: ConfigMap apps/fine"}, applied(p)); diff != "" {
+		t.Errorf("named: applies (-want +got):\n%s", diff)
+	}
+	got := map[string]Reason{}
+	for _, s := range p.Skips {
+		got[s.File] = s.Reason
+	}
+	for _, f := range []string{"d.yaml", "e.yaml", "f.yaml"} {
+		if got[f] != ReasonOperatorObject {
+			t.Errorf("named operator namespace: %s skipped as %q, want OperatorObject", f, got[f])
+		}
 	}
 }

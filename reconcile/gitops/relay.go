@@ -25,17 +25,61 @@ const RequestedAt = "gitops.openuniverse.dev/requested-at"
 // standby stamps RequestedAt on one ConfigMap in the operator's namespace, and the
 // leader, which watches that object (Watch), fires its sweep trigger when the stamp
 // changes. Replicas behind one Service therefore all accept webhooks.
+//
+// A replica writes at most once per MinInterval: a request within it is
+// coalesced into one write at the end of the interval, so a flood on a
+// standby costs the apiserver one write a second, and no push is lost.
 type Relay struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Name      string
 	Now       func() time.Time
+	// MinInterval between two writes; 0 means DefaultWebhookMinInterval.
+	MinInterval time.Duration
+	// Log records a deferred write that failed.
+	Log logr.Logger
+
+	mu      sync.Mutex
+	last    time.Time
+	pending bool
 }
 
 const relayManager = reconcile.ManagerWebhook
 
-// Record stamps the request; one server-side apply.
+// Record stamps the request: one server-side apply, or, within MinInterval
+// of the last one, a single deferred apply at the end of the interval.
 func (r *Relay) Record(ctx context.Context) error {
+	gap := r.MinInterval
+	if gap <= 0 {
+		gap = DefaultWebhookMinInterval
+	}
+	r.mu.Lock()
+	if wait := r.last.Add(gap).Sub(r.Now()); !r.last.IsZero() && wait > 0 {
+		if !r.pending {
+			r.pending = true
+			time.AfterFunc(wait, r.flush)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	r.last = r.Now()
+	r.mu.Unlock()
+	return r.write(ctx)
+}
+
+// flush is the deferred write of the requests coalesced in one interval.
+func (r *Relay) flush() {
+	r.mu.Lock()
+	r.pending, r.last = false, r.Now()
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.write(ctx); err != nil {
+		r.Log.Error(err, "Relaying coalesced webhooks to the leader failed; the resync will catch up")
+	}
+}
+
+func (r *Relay) write(ctx context.Context) error {
 	cm := applycorev1.ConfigMap(r.Name, r.Namespace).
 		WithAnnotations(map[string]string{RequestedAt: r.Now().UTC().Format(time.RFC3339Nano)})
 	if _, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: relayManager, Force: true}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 )
@@ -86,5 +87,49 @@ func TestRelay(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("relayed request %d never fired the leader's trigger", i+1)
 		}
+	}
+}
+
+// TestRelayCoalesces: on a real apiserver, a flood on a standby costs one
+// relay write a second: the first request writes at once, the rest of the
+// interval's are coalesced into one deferred write, which still reaches the
+// leader's watch (no push is lost).
+func TestRelayCoalesces(t *testing.T) {
+	cfg := rest.CopyConfig(testbed.APIServer(t))
+	reqs := &requests{}
+	cfg.WrapTransport = reqs.wrap
+	r := &Relay{Client: kubernetes.NewForConfigOrDie(cfg), Namespace: "default", Name: "relay-flood", Now: time.Now, MinInterval: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trig := NewTrigger()
+	go func() { _ = r.Watch(ctx, trig, logr.Discard()) }()
+	time.Sleep(500 * time.Millisecond) // the watch syncs
+	reqs.take()
+	start := time.Now()
+	for range 500 {
+		if err := r.Record(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	burst := time.Since(start)
+	time.Sleep(1500 * time.Millisecond) // the deferred write
+	got := reqs.take()
+	writes := sumVerb(got, "APPLY")
+	t.Logf("500 relayed webhooks in %s: %d ConfigMap writes (%v)", burst.Round(time.Millisecond), writes, got)
+	if want := int(burst/time.Second) + 2; writes < 2 || writes > want {
+		t.Errorf("%d relay writes, want 2..%d", writes, want)
+	}
+	fired := 0
+	for {
+		select {
+		case <-trig.C():
+			fired++
+			continue
+		case <-time.After(200 * time.Millisecond):
+		}
+		break
+	}
+	if fired == 0 {
+		t.Error("the coalesced write never reached the leader's trigger")
 	}
 }

@@ -2,12 +2,18 @@ package gitops
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/reconcile"
@@ -52,8 +58,8 @@ type Summary struct {
 // (as opposed to a file or document that is not a usable object).
 func (r Reason) OutOfScope() bool {
 	switch r {
-	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonClusterWideNotOwned,
-		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope:
+	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonCRDNotAllowed, ReasonClusterScoped,
+		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope, ReasonOperatorObject:
 		return true
 	}
 	return false
@@ -127,7 +133,7 @@ var (
 	}, []string{"result"})
 	metricDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "universe_operator_gitops_drift_reverted_total",
-		Help: "Drift the git sweep reverted, by the field manager that had changed the object.",
+		Help: "Drift the git sweep reverted, by the kind of field manager that had changed the object (kubectl, helm, a known controller, or other).",
 	}, []string{"manager"})
 	metricSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "universe_operator_gitops_sweeps_total",
@@ -174,7 +180,7 @@ func count(r *Report) {
 	}
 	for _, res := range r.Results {
 		for _, m := range res.DriftedBy {
-			metricDrift.WithLabelValues(m).Inc()
+			metricDrift.WithLabelValues(ManagerLabel(m)).Inc()
 		}
 	}
 	metricApplied.Add(float64(s.Applied))
@@ -191,5 +197,86 @@ func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(s.Last())
+	w.Header().Set("Cache-Control", "no-store")
+	var out *Report
+	if last := s.Last(); last != nil {
+		pub := last.Public()
+		out = &pub
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Public is the report as GET /gitops serves it: no object content and no
+// error text that can carry data. A failure the apiserver reported is its
+// status code, reason and the field paths of its causes (the values an
+// admission webhook or validation may echo are left out); a file that does
+// not parse is the parser's line, not its message (which can quote a key or
+// value). The log keeps the full messages.
+func (r Report) Public() Report {
+	r.Results = slices.Clone(r.Results)
+	for i, res := range r.Results {
+		if res.Action == reconcile.Failed && res.Err != nil {
+			r.Results[i].Message = publicError(res.Err, res.Message)
+		}
+		r.Results[i].Err = nil
+	}
+	r.Skips = slices.Clone(r.Skips)
+	for i, sk := range r.Skips {
+		if sk.Reason == ReasonUnparseable {
+			r.Skips[i].Message = "not applied, none of this file is: malformed yaml" + lineOf(sk.Message) + " (the operator log has the parser's message)"
+		}
+	}
+	return r
+}
+
+var lineRE = regexp.MustCompile(`line \d+`)
+
+func lineOf(msg string) string {
+	if l := lineRE.FindString(msg); l != "" {
+		return " at " + l
+	}
+	return ""
+}
+
+// publicError renders an apiserver error as its code, reason and cause
+// fields; any other error (the sweep's own wording) as msg.
+func publicError(err error, msg string) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return msg
+	}
+	s := st.Status()
+	out := fmt.Sprintf("the apiserver refused the apply: %d %s", s.Code, s.Reason)
+	if s.Details != nil {
+		var fields []string
+		for _, c := range s.Details.Causes {
+			if c.Field != "" {
+				fields = append(fields, c.Field+" ("+string(c.Type)+")")
+			}
+		}
+		if len(fields) > 0 {
+			out += ": " + strings.Join(fields, ", ")
+		}
+	}
+	return out + " (the operator log has the message)"
+}
+
+// knownManagers are the field managers named in the drift metric; any other
+// is "other", so a writer cannot mint label values (each a new time series).
+var knownManagers = []string{
+	reconcile.ManagerKinds, reconcile.ManagerGitOps, "kube-controller-manager", "kube-scheduler",
+	"helm", "argocd-controller", "kustomize-controller", "helm-controller", "flux-client-side-apply",
+}
+
+// ManagerLabel bounds a field manager's name to a fixed set of label values:
+// every kubectl flavour is "kubectl", known controllers keep their name, the
+// rest is "other".
+func ManagerLabel(m string) string {
+	switch {
+	case strings.HasPrefix(m, "kubectl"):
+		return "kubectl"
+	case slices.Contains(knownManagers, m):
+		return m
+	}
+	return "other"
 }

@@ -64,6 +64,7 @@ func TestSweepProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope, _ := NewScope([]string{All}, nil)
+	scope = scope.WithCRDs(true) // the fixture declares its CRD
 	sw, err := NewSweeper(cfg, dirSource(dir), scope, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)

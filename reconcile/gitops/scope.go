@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/source"
 )
@@ -47,6 +49,100 @@ type Scope struct {
 	all        bool
 	namespaces map[string]bool
 	subset     []Ref // nil: no name filter
+	crds       bool  // CustomResourceDefinitions admitted (explicit opt-in)
+	self       Self
+	api        ScopeOf // nil: every kind but Namespace and CRD is unknown
+}
+
+// Scoping is what the API says of a kind: namespaced, cluster-scoped, or not
+// known (yet: a CRD of the same snapshot may serve it).
+type Scoping int
+
+// Scopings.
+const (
+	ScopeUnknown Scoping = iota
+	ScopeNamespaced
+	ScopeCluster
+)
+
+// ScopeOf answers, from the apiserver's RESTMapping, whether a kind is
+// namespaced. The manifest is never asked.
+type ScopeOf func(schema.GroupVersionKind) Scoping
+
+// MappingScope turns a RESTMapping (nil: not resolved) into a Scoping.
+func MappingScope(m *meta.RESTMapping) Scoping {
+	switch {
+	case m == nil || m.Scope == nil:
+		return ScopeUnknown
+	case m.Scope.Name() == meta.RESTScopeNameNamespace:
+		return ScopeNamespaced
+	}
+	return ScopeCluster
+}
+
+// SystemNamespaces are never owned through "*": the cluster's own.
+var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// Self is the operator's own footprint, which git may never write: its
+// namespace (owned only when named, never through "*") and, in it, its
+// Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap and Secrets.
+type Self struct {
+	// Namespace is the operator's namespace.
+	Namespace string
+	// Objects are refused in Namespace; an empty Name refuses every object
+	// of the kind there.
+	Objects []SelfObject
+}
+
+// SelfObject names one of the operator's own objects (or, with no Name,
+// every object of a kind) in its namespace.
+type SelfObject struct {
+	schema.GroupKind
+	Name string
+}
+
+// protects reports whether the object is one of the operator's own.
+func (s Self) protects(gk schema.GroupKind, ns, name string) bool {
+	if s.Namespace == "" || ns != s.Namespace {
+		return false
+	}
+	for _, o := range s.Objects {
+		if o.GroupKind == gk && (o.Name == "" || o.Name == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// WithSelf returns s refusing the operator's own objects, and no longer
+// owning the operator's namespace through "*".
+func (s Scope) WithSelf(self Self) Scope {
+	self.Objects = slices.Clone(self.Objects)
+	s.self = self
+	return s
+}
+
+// WithCRDs returns s admitting CustomResourceDefinitions (an explicit opt-in:
+// a CRD changes the API of every namespace).
+func (s Scope) WithCRDs(allow bool) Scope { s.crds = allow; return s }
+
+// WithAPI returns s deciding cluster- versus namespace-scope through api.
+func (s Scope) WithAPI(api ScopeOf) Scope { s.api = api; return s }
+
+// CRDs reports whether CustomResourceDefinitions are admitted.
+func (s Scope) CRDs() bool { return s.crds }
+
+// scoping asks the API, knowing the two built-in cluster-scoped kinds the
+// sweep handles itself.
+func (s Scope) scoping(gvk schema.GroupVersionKind) Scoping {
+	switch gvk.GroupKind() {
+	case namespaceKind, crdKind:
+		return ScopeCluster
+	}
+	if s.api == nil {
+		return ScopeUnknown
+	}
+	return s.api(gvk)
 }
 
 // NewScope owns the given namespaces ("*" anywhere owns all) and, if subset
@@ -66,9 +162,6 @@ func NewScope(namespaces, subset []string) (Scope, error) {
 	}
 	if !s.all && len(s.namespaces) == 0 {
 		return Scope{}, errors.New("gitops scope owns no namespace: name at least one, or * for all")
-	}
-	if s.all {
-		s.namespaces = nil
 	}
 	var errs []error
 	for _, e := range subset {
@@ -91,12 +184,20 @@ func NewScope(namespaces, subset []string) (Scope, error) {
 // OwnsAll reports whether every namespace is owned.
 func (s Scope) OwnsAll() bool { return s.all }
 
-// Owns reports whether namespace ns is owned.
-func (s Scope) Owns(ns string) bool { return s.all || s.namespaces[ns] }
+// Owns reports whether namespace ns is owned: named, or covered by "*",
+// which never covers the system namespaces or the operator's own.
+func (s Scope) Owns(ns string) bool {
+	if s.namespaces[ns] {
+		return true
+	}
+	return s.all && ns != "" && !slices.Contains(SystemNamespaces, ns) && ns != s.self.Namespace
+}
 
-// Namespaces returns the owned namespaces, sorted; nil when all are owned.
+// Namespaces returns the namespaces named (with "*", those named besides it:
+// a named operator namespace stays owned), sorted; nil when none is named
+// and all are owned.
 func (s Scope) Namespaces() []string {
-	if s.all {
+	if s.all && len(s.namespaces) == 0 {
 		return nil
 	}
 	out := make([]string, 0, len(s.namespaces))
@@ -114,7 +215,13 @@ func (s Scope) Subset() []Ref { return slices.Clone(s.subset) }
 // sorted, comma separated list.
 func (s Scope) String() string {
 	if s.all {
-		return "(every namespace)"
+		except := append(slices.Clone(SystemNamespaces), s.self.Namespace)
+		except = slices.DeleteFunc(except, func(ns string) bool { return ns == "" || s.namespaces[ns] })
+		all := "(every namespace but " + strings.Join(except, ",") + ")"
+		if len(s.namespaces) > 0 {
+			return all + "," + strings.Join(s.Namespaces(), ",")
+		}
+		return all
 	}
 	return strings.Join(s.Namespaces(), ",")
 }
@@ -134,20 +241,32 @@ func (s Scope) vetted(ns, name string) bool {
 
 // Options configures the git sweep's scope and trigger.
 type Options struct {
-	// Namespaces are the owned namespaces; empty means the operator's own,
-	// and "*" every namespace.
+	// Namespaces are the owned namespaces, "*" for every namespace but the
+	// system ones and the operator's; required.
 	Namespaces []string
 	// ApplyScope is the optional vetted subset: "name" or "ns/name" entries.
 	ApplyScope []string
+	// CRDs admits CustomResourceDefinitions from git (off by default).
+	CRDs bool
 	// Resync is the interval between sweeps; at least MinResync.
 	Resync time.Duration
-	// WebhookSecretFile holds the HMAC secret of POST /reconcile; empty
-	// accepts unsigned requests.
+	// WebhookSecretFile holds the secret of POST /reconcile (HMAC key, or
+	// the GitLab token); required unless WebhookInsecure.
 	WebhookSecretFile string
+	// WebhookInsecure accepts unsigned webhooks when no secret is set.
+	WebhookInsecure bool
 	// WebhookMaxBytes caps the body of POST /reconcile.
 	WebhookMaxBytes int64
+	// WebhookMinInterval is the least time between two sweeps a trigger
+	// (webhook, relay, watch) starts, and between two relay writes of one
+	// replica; 0 means DefaultWebhookMinInterval.
+	WebhookMinInterval time.Duration
+	// WebhookDedupe drops a webhook whose delivery id was seen recently.
+	WebhookDedupe bool
 	// Concurrency is how many objects a sweep applies at once.
 	Concurrency int
+	// Limits bound what the sweep reads from git.
+	Limits source.Limits
 }
 
 // Resync bounds.
@@ -155,6 +274,10 @@ const (
 	DefaultResync = 45 * time.Second
 	MinResync     = 10 * time.Second
 )
+
+// DefaultWebhookMinInterval is the default least time between two triggered
+// sweeps: however many webhooks arrive, at most one sweep a second.
+const DefaultWebhookMinInterval = time.Second
 
 // DefaultMaxBytes is the default cap on webhook bodies. GitHub push
 // payloads are usually a few KiB; 4 MiB leaves room for large pushes.
@@ -165,41 +288,77 @@ const DefaultConcurrency = 32
 
 // DefaultOptions returns the defaults BindFlags registers.
 func DefaultOptions() Options {
-	return Options{Resync: DefaultResync, WebhookMaxBytes: DefaultMaxBytes, Concurrency: DefaultConcurrency}
+	return Options{Resync: DefaultResync, WebhookMaxBytes: DefaultMaxBytes, Concurrency: DefaultConcurrency,
+		WebhookMinInterval: DefaultWebhookMinInterval, Limits: source.DefaultLimits()}
 }
 
 // BindFlags registers the gitops flags on fs, with the values already in o as
 // defaults (start from DefaultOptions).
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&o.Namespaces, "gitops-namespaces", o.Namespaces,
-		"Namespaces the git sweep may apply into; empty for the operator's own, * for all.")
-	fs.StringSliceVar(&o.ApplyScope, "gitops-apply-scope", o.ApplyScope,
-		"Optional vetted subset of objects to apply: name or namespace/name entries.")
+	o.BindScopeFlags(fs)
 	fs.DurationVar(&o.Resync, "gitops-resync", o.Resync, "Interval between git sweeps (at least 10s).")
 	fs.StringVar(&o.WebhookSecretFile, "gitops-webhook-secret-file", o.WebhookSecretFile,
-		"File holding the HMAC secret for POST /reconcile; empty accepts unsigned requests.")
+		"File holding the secret of POST /reconcile (HMAC key, or GitLab's X-Gitlab-Token); required unless --gitops-webhook-insecure.")
+	fs.BoolVar(&o.WebhookInsecure, "gitops-webhook-insecure", o.WebhookInsecure,
+		"Accept unsigned POST /reconcile requests when no webhook secret is set (anyone reaching the port can trigger sweeps).")
 	fs.Int64Var(&o.WebhookMaxBytes, "gitops-webhook-max-bytes", o.WebhookMaxBytes, "Largest accepted POST /reconcile body.")
+	fs.DurationVar(&o.WebhookMinInterval, "gitops-webhook-min-interval", o.WebhookMinInterval,
+		"Least time between two webhook-triggered sweeps, and between two relay writes of a standby.")
+	fs.BoolVar(&o.WebhookDedupe, "gitops-webhook-dedupe", o.WebhookDedupe,
+		"Drop a webhook whose delivery id (X-GitHub-Delivery, X-Gitea-Delivery, X-Gitlab-Event-UUID) was seen recently.")
 	fs.IntVar(&o.Concurrency, "gitops-concurrency", o.Concurrency, "Objects a git sweep applies at once.")
+	o.Limits.BindFlags(fs)
 }
 
-// Scope builds the scope; operatorNamespace is owned when no namespace is
-// configured.
-func (o Options) Scope(operatorNamespace string) (Scope, error) {
-	ns := o.Namespaces
-	if len(SplitList(strings.Join(ns, ","))) == 0 {
-		ns = []string{operatorNamespace}
+// BindScopeFlags registers the flags of the scope alone (operator up uses
+// them too).
+func (o *Options) BindScopeFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.Namespaces, "gitops-namespaces", o.Namespaces,
+		"Namespaces git may write into (required); * for all but kube-system, kube-public, kube-node-lease and the operator's own.")
+	fs.StringSliceVar(&o.ApplyScope, "gitops-apply-scope", o.ApplyScope,
+		"Optional vetted subset of objects to apply: name or namespace/name entries.")
+	fs.BoolVar(&o.CRDs, "gitops-allow-crds", o.CRDs,
+		"Apply CustomResourceDefinitions declared in git (they change the API of every namespace).")
+}
+
+// Scope builds the scope, refusing the operator's own objects. No namespace
+// is owned by default: an empty --gitops-namespaces is an error.
+func (o Options) Scope(self Self) (Scope, error) {
+	ns := SplitList(strings.Join(o.Namespaces, ","))
+	if len(ns) == 0 {
+		return Scope{}, errors.New("gitops scope owns no namespace: name the namespaces git may write with --gitops-namespaces (GITOPS_NAMESPACES), or * for all")
 	}
-	return NewScope(ns, o.ApplyScope)
+	s, err := NewScope(ns, o.ApplyScope)
+	if err != nil {
+		return Scope{}, err
+	}
+	return s.WithSelf(self).WithCRDs(o.CRDs), nil
 }
 
-// WebhookSecret opens the webhook secret file, or returns nil when none is
-// configured (unsigned requests are then accepted). Run Watch on the result
-// to pick up rotations.
+// ErrNoWebhookSecret is returned by WebhookSecret when no secret is set and
+// unsigned webhooks were not explicitly accepted.
+var ErrNoWebhookSecret = errors.New("a git source needs a webhook secret: set --gitops-webhook-secret-file, or --gitops-webhook-insecure to accept unsigned POST /reconcile")
+
+// WebhookSecret opens the webhook secret file. With none configured it
+// fails (ErrNoWebhookSecret) unless WebhookInsecure, then returns nil:
+// unsigned requests are accepted. Run Watch on the result to pick up
+// rotations.
 func (o Options) WebhookSecret() (*source.TokenFile, error) {
 	if o.WebhookSecretFile == "" {
+		if !o.WebhookInsecure {
+			return nil, ErrNoWebhookSecret
+		}
 		return nil, nil
 	}
 	return source.OpenTokenFile(o.WebhookSecretFile)
+}
+
+// MinInterval returns WebhookMinInterval, defaulted.
+func (o Options) MinInterval() time.Duration {
+	if o.WebhookMinInterval <= 0 {
+		return DefaultWebhookMinInterval
+	}
+	return o.WebhookMinInterval
 }
 
 // Interval returns Resync, defaulted and floored.

@@ -21,9 +21,10 @@ func TestOptionsScope(t *testing.T) {
 		operator string
 		want     want
 	}{
-		"default owns the operator's namespace": {
+		"nothing named owns nothing": {
+			reason:   "the operator's namespace is not owned unless named: an empty flag is an error",
 			operator: "hanzo",
-			want:     want{Namespaces: []string{"hanzo"}},
+			want:     want{Err: true},
 		},
 		"explicit set": {
 			args: []string{"--gitops-namespaces=b,a"}, operator: "hanzo",
@@ -31,24 +32,24 @@ func TestOptionsScope(t *testing.T) {
 		},
 		"star means all": {
 			args: []string{"--gitops-namespaces=a,*"}, operator: "hanzo",
-			want: want{All: true},
+			want: want{All: true, Namespaces: []string{"a"}},
 		},
-		"blank falls back, never means all": {
+		"blank is an error, never means all": {
 			reason: "an empty value is unset, not a fail-open scope",
 			args:   []string{"--gitops-namespaces= , "}, operator: "hanzo",
-			want: want{Namespaces: []string{"hanzo"}},
+			want: want{Err: true},
 		},
 		"nothing owned is an error": {
 			reason: "no flag and no operator namespace must not become every namespace",
 			want:   want{Err: true},
 		},
 		"subset": {
-			args: []string{"--gitops-apply-scope=web,zen/zen"}, operator: "hanzo",
+			args: []string{"--gitops-namespaces=hanzo", "--gitops-apply-scope=web,zen/zen"}, operator: "hanzo",
 			want: want{Namespaces: []string{"hanzo"}, Subset: []Ref{{Name: "web"}, {Namespace: "zen", Name: "zen"}}},
 		},
 		"malformed subset is an error": {
 			reason: "a typo must not silently widen or narrow what is applied",
-			args:   []string{"--gitops-apply-scope=web,/x,a/b/c"}, operator: "hanzo",
+			args:   []string{"--gitops-namespaces=hanzo", "--gitops-apply-scope=web,/x,a/b/c"}, operator: "hanzo",
 			want: want{Err: true},
 		},
 	}
@@ -60,7 +61,7 @@ func TestOptionsScope(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			s, err := o.Scope(tc.operator)
+			s, err := o.Scope(Self{Namespace: tc.operator})
 			got := want{All: s.OwnsAll(), Namespaces: s.Namespaces(), Subset: s.Subset(), Err: err != nil}
 			if err != nil {
 				got = want{Err: true}
@@ -118,7 +119,7 @@ func TestScopeString(t *testing.T) {
 		ns   []string
 		want string
 	}{
-		"all":    {[]string{"*"}, "(every namespace)"},
+		"all":    {[]string{"*"}, "(every namespace but kube-system,kube-public,kube-node-lease)"},
 		"sorted": {[]string{"b", "a"}, "a,b"},
 	}
 	for name, tc := range cases {

@@ -44,6 +44,8 @@ type Sweeper struct {
 	tracker  *tracker
 	trig     *Trigger
 	interval time.Duration
+	minGap   time.Duration
+	limits   source.Limits
 	workers  int
 	syncWait time.Duration
 	now      func() time.Time
@@ -75,6 +77,9 @@ type item struct {
 	digest  string
 	mapping *meta.RESTMapping // nil until the kind resolves
 	mapErr  error
+	// refused is set when the RESTMapping scopes the kind cluster-wide (or
+	// the scope otherwise refuses it): the object is never applied.
+	refused *Skip
 }
 
 // NewSweeper builds the sweep over its own clients from cfg (copied): a
@@ -101,6 +106,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("gitops client: %w", err)
 	}
+	c = NeverDelete(c) // never prune, enforced below the plan
 	mc, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("gitops metadata client: %w", err)
@@ -112,7 +118,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	s := &Sweeper{
 		src: src, scope: scope, mapper: mapper, trig: NewTrigger(),
 		applier:  &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps, Concurrency: 1},
-		interval: opts.Interval(), workers: workers, syncWait: 10 * time.Second, now: time.Now,
+		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*Record{}, inflight: map[key]bool{},
 	}
 	s.tracker = newTracker(mc, s.observe)
@@ -132,6 +138,9 @@ func (s *Sweeper) Webhook(secret *source.TokenFile, opts Options, log logr.Logge
 	if secret != nil {
 		wh.Secret = secret
 	}
+	if opts.WebhookDedupe {
+		wh.Deliveries = NewDeliveries(0)
+	}
 	return wh
 }
 
@@ -147,8 +156,8 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	defer s.Close()
 	log := ctrllog.FromContext(ctx).WithName("gitops")
 	ctx = logr.NewContext(ctx, log)
-	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String())
-	Run(ctx, s.interval, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
+	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String(), "minTriggerInterval", s.minGap.String())
+	RunLimited(ctx, s.interval, s.minGap, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
 	return nil
 }
 
@@ -210,18 +219,53 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 	}
 	s.resolve(ctx)
 	stale := s.stale()
-	results, applied := s.applyStaged(ctx, stale)
+	all, applied := s.applyStaged(ctx, stale)
+	// The objects the RESTMapping refused are skips, not results.
+	results := make([]reconcile.Result, 0, len(all))
+	skips := s.skips
+	var refused []Skip
+	for i, it := range s.items {
+		if it.refused != nil {
+			refused = append(refused, *it.refused)
+			continue
+		}
+		results = append(results, all[i])
+	}
+	if len(refused) > 0 {
+		skips = mergeSkips(s.skips, refused)
+	}
 	return Report{
-		Revision: rev, Idle: applied == 0, Results: results, Skips: s.skips,
-		Summary: Summarize(s.files, refetched, applied, results, s.skips),
+		Revision: rev, Idle: applied == 0, Results: results, Skips: skips,
+		Summary: Summarize(s.files, refetched, applied, results, skips),
 	}, nil
+}
+
+// mergeSkips orders two lists of skips by file, then document.
+func mergeSkips(a, b []Skip) []Skip {
+	byFile := map[string][]Skip{}
+	for _, l := range [][]Skip{a, b} {
+		for _, sk := range l {
+			byFile[sk.File] = append(byFile[sk.File], sk)
+		}
+	}
+	return orderSkips(byFile)
+}
+
+// scopeOf answers the plan from the RESTMapper, without resetting it: an
+// unknown kind stays unknown here and is decided again once resolved.
+func (s *Sweeper) scopeOf(gvk schema.GroupVersionKind) Scoping {
+	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return ScopeUnknown
+	}
+	return MappingScope(m)
 }
 
 // load plans a new snapshot, keeping what was resolved for unchanged kinds
 // and forgetting the records of objects git no longer declares (they are
 // never deleted from the cluster).
 func (s *Sweeper) load(snap *source.Snapshot) {
-	plan := s.scope.Plan(source.Parse(snap))
+	plan := s.scope.WithAPI(s.scopeOf).Plan(source.ParseLimited(snap, s.limits))
 	prev := map[key]*item{}
 	for _, it := range s.items {
 		prev[it.key] = it
@@ -262,6 +306,14 @@ func (s *Sweeper) resolve(ctx context.Context) {
 				m, err = s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			}
 			it.mapping, it.mapErr = m, err
+		}
+		// The API's own answer decides the scope, never the manifest.
+		it.refused = nil
+		if it.mapping != nil {
+			if skip, ok := s.scope.Admit(source.Object{File: it.File, Doc: it.Doc, Obj: it.Object}, MappingScope(it.mapping)); !ok {
+				it.refused = &skip
+				continue
+			}
 		}
 		if it.mapping != nil {
 			keys[s.watchKey(it)] = it.key.GroupKind
@@ -345,6 +397,8 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 	for i, it := range items {
 		ref := reconcile.RefOf(it.Object)
 		switch {
+		case it.refused != nil:
+			continue // reported as a skip
 		case !stale[i]:
 			results[i] = reconcile.Result{Object: ref, Action: reconcile.InSync}
 			continue

@@ -39,6 +39,7 @@ func newTestSweeper(t testing.TB, src source.Source, namespaces ...string) (*Swe
 	if err != nil {
 		t.Fatal(err)
 	}
+	scope = scope.WithCRDs(true) // the fixtures declare their CRDs
 	sw, err := NewSweeper(counted, src, scope, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)

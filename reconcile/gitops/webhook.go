@@ -1,18 +1,18 @@
 package gitops
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
-	"github.com/google/go-github/v66/github"
 
 	"github.com/openuniverse/operator/source"
 )
@@ -23,7 +23,11 @@ const (
 	HeaderGitea   = "X-Gitea-Signature"   // "<hex>"
 	HeaderForgejo = "X-Forgejo-Signature" // "<hex>"
 	HeaderGeneric = "X-Signature-256"     // "sha256=<hex>"
+	HeaderGitLab  = "X-Gitlab-Token"      // the secret itself (GitLab sends no HMAC)
 )
+
+// deliveryHeaders carry a delivery's unique id, per host.
+var deliveryHeaders = []string{"X-GitHub-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "X-Gitlab-Event-UUID"}
 
 // Secret hands out the current webhook secret; *source.TokenFile is one, so a
 // rotated secret is used without a restart.
@@ -46,6 +50,9 @@ type Webhook struct {
 	// request to the leader through Relay instead of firing its own (idle) trigger.
 	Leader func() bool
 	Relay  interface{ Record(context.Context) error }
+	// Deliveries, when set, drops a signed request whose delivery id it has
+	// seen recently (a host's redelivery, a replay): 200, no sweep.
+	Deliveries *Deliveries
 }
 
 var (
@@ -87,6 +94,11 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if id := deliveryID(r); id != "" && h.Deliveries != nil && !h.Deliveries.First(id) {
+		h.Log.V(1).Info("Webhook delivery already seen, ignored", "delivery", id)
+		_, _ = io.WriteString(w, "delivery already seen\n")
+		return
+	}
 	if h.Leader != nil && h.Relay != nil && !h.Leader() {
 		if err := h.Relay.Record(r.Context()); err != nil {
 			h.Log.Error(err, "Webhook accepted but not relayed to the leader; the resync will catch up")
@@ -104,7 +116,9 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "reconcile queued\n")
 }
 
-// verify checks the first signature header present against secret.
+// verify checks the first signature header present against secret. Only
+// HMAC-SHA256 is accepted: "sha1=" in X-Hub-Signature-256 (or anywhere) is
+// refused; GitLab's X-Gitlab-Token is compared in constant time.
 func verify(r *http.Request, body []byte, secret source.Token) error {
 	key := []byte(secret.Reveal())
 	if len(key) == 0 {
@@ -112,13 +126,11 @@ func verify(r *http.Request, body []byte, secret source.Token) error {
 	}
 	switch {
 	case r.Header.Get(HeaderGitHub) != "":
-		// ValidatePayload reads the body again; hand it the bytes we hold.
-		gr := r.Clone(r.Context())
-		gr.Body = io.NopCloser(bytes.NewReader(body))
-		if _, err := github.ValidatePayload(gr, key); err != nil {
+		sig, ok := strings.CutPrefix(r.Header.Get(HeaderGitHub), "sha256=")
+		if !ok {
 			return errBadSignature
 		}
-		return nil
+		return checkHex(sig, body, key)
 	case r.Header.Get(HeaderGitea) != "":
 		return checkHex(r.Header.Get(HeaderGitea), body, key)
 	case r.Header.Get(HeaderForgejo) != "":
@@ -129,8 +141,55 @@ func verify(r *http.Request, body []byte, secret source.Token) error {
 			return errBadSignature
 		}
 		return checkHex(sig, body, key)
+	case r.Header.Get(HeaderGitLab) != "":
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(HeaderGitLab)), key) != 1 {
+			return errBadSignature
+		}
+		return nil
 	}
 	return errUnsigned
+}
+
+// deliveryID is the host's id of this delivery, from the first header set.
+func deliveryID(r *http.Request) string {
+	for _, h := range deliveryHeaders {
+		if v := r.Header.Get(h); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Deliveries remembers the last delivery ids, a bounded number.
+type Deliveries struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+	fifo []string
+}
+
+// NewDeliveries remembers up to n ids (1024 when n <= 0).
+func NewDeliveries(n int) *Deliveries {
+	if n <= 0 {
+		n = 1024
+	}
+	return &Deliveries{max: n, seen: map[string]bool{}}
+}
+
+// First records id and reports whether it was not seen before.
+func (d *Deliveries) First(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen[id] {
+		return false
+	}
+	if len(d.fifo) >= d.max {
+		delete(d.seen, d.fifo[0])
+		d.fifo = d.fifo[1:]
+	}
+	d.seen[id] = true
+	d.fifo = append(d.fifo, id)
+	return true
 }
 
 // checkHex compares a hex HMAC-SHA256 of body in constant time.
@@ -150,7 +209,7 @@ func checkHex(sig string, body, key []byte) error {
 // event names the hook's event for the log, from the first header a known
 // host sets.
 func event(r *http.Request) string {
-	for _, h := range []string{"X-GitHub-Event", "X-Gitea-Event", "X-Forgejo-Event"} {
+	for _, h := range []string{"X-GitHub-Event", "X-Gitea-Event", "X-Forgejo-Event", "X-Gitlab-Event"} {
 		if v := r.Header.Get(h); v != "" {
 			return v
 		}

@@ -2,14 +2,19 @@ package gitops
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
+	"crypto/sha1" //nolint:gosec // the test proves SHA-1 is refused
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +32,12 @@ func (s staticSecret) Token() source.Token { return source.NewToken(string(s)) }
 
 func sign(key, body string) string {
 	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func sha1Sign(key, body string) string {
+	m := hmac.New(sha1.New, []byte(key))
 	m.Write([]byte(body))
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -81,6 +92,23 @@ func TestWebhook(t *testing.T) {
 			reason: "X-Hub-Signature (SHA-1) alone is treated as unsigned",
 			secret: staticSecret(hookSecret), body: body,
 			headers: with(json, "X-Hub-Signature", "sha1=00"),
+			code:    http.StatusUnauthorized,
+		},
+		"github sha1 inside the sha256 header": {
+			reason: "X-Hub-Signature-256 accepts only sha256=; a sha1= value there is refused",
+			secret: staticSecret(hookSecret), body: body,
+			headers: with(json, HeaderGitHub, "sha1="+sha1Sign(hookSecret, body)),
+			code:    http.StatusUnauthorized,
+		},
+		"gitlab token": {
+			reason: "GitLab sends the secret itself in X-Gitlab-Token",
+			secret: staticSecret(hookSecret), body: body,
+			headers: with(with(json, HeaderGitLab, hookSecret), "X-Gitlab-Event", "Push Hook"),
+			code:    http.StatusAccepted, fired: true,
+		},
+		"gitlab wrong token": {
+			secret: staticSecret(hookSecret), body: body,
+			headers: with(json, HeaderGitLab, hookSecret+"x"),
 			code:    http.StatusUnauthorized,
 		},
 		"gitea signed": {
@@ -253,5 +281,126 @@ func TestWebhookBurstIsOneExtraSweep(t *testing.T) {
 	close(sweeping)
 	if got := <-done; got != 2 {
 		t.Errorf("sweeps = %d, want 2 (the running one and one extra)", got)
+	}
+}
+
+// TestWebhookDedupesDeliveries: with Deliveries set, a signed redelivery of
+// the same id is answered 200 and queues nothing; an unsigned request never
+// reaches the dedupe (it cannot poison it).
+func TestWebhookDedupesDeliveries(t *testing.T) {
+	trig := NewTrigger()
+	h := &Webhook{Trigger: trig, Secret: staticSecret(hookSecret), Log: logr.Discard(), Deliveries: NewDeliveries(2)}
+	post := func(id string, signed bool) int {
+		req := httptest.NewRequest(http.MethodPost, "/reconcile", strings.NewReader("{}"))
+		req.Header.Set("X-GitHub-Delivery", id)
+		if signed {
+			req.Header.Set(HeaderGitHub, "sha256="+sign(hookSecret, "{}"))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	drain := func() bool {
+		select {
+		case <-trig.C():
+			return true
+		default:
+			return false
+		}
+	}
+	if post("a", false) != http.StatusUnauthorized || drain() {
+		t.Fatal("unsigned request accepted")
+	}
+	if post("a", true) != http.StatusAccepted || !drain() {
+		t.Fatal("first signed delivery not accepted")
+	}
+	if post("a", true) != http.StatusOK || drain() {
+		t.Error("redelivery of a seen id queued a sweep")
+	}
+	post("b", true)
+	post("c", true) // evicts a: the memory is bounded
+	drain()
+	if post("a", true) != http.StatusAccepted || !drain() {
+		t.Error("an id evicted from the bounded memory is not accepted again")
+	}
+}
+
+// TestWebhookFloodBoundedSweeps measures a flood of validly signed requests
+// against the real handler and sweep loop: with the default minimum
+// interval the sweeps are at most one a second (plus the first), however
+// many requests arrive; without it (the old behaviour) a flood starts a
+// sweep per handful of requests. The heap stays bounded either way.
+func TestWebhookFloodBoundedSweeps(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		minGap time.Duration
+	}{{2000, 0}, {2000, time.Second}, {10000, time.Second}} {
+		if testing.Short() && tc.n > 2000 {
+			continue
+		}
+		trig := NewTrigger()
+		h := &Webhook{Trigger: trig, Secret: staticSecret(hookSecret), Log: logr.Discard()}
+		srv := httptest.NewServer(h)
+		ctx, cancel := context.WithCancel(context.Background())
+		var sweeps atomic.Int32
+		done := make(chan struct{})
+		go func() {
+			RunLimited(ctx, time.Hour, tc.minGap, trig, func(context.Context) {
+				sweeps.Add(1)
+				time.Sleep(10 * time.Millisecond) // an idle sweep
+			})
+			close(done)
+		}()
+		for sweeps.Load() == 0 { // the sweep at start
+			time.Sleep(time.Millisecond)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		body := `{"ref":"refs/heads/main"}`
+		sig := "sha256=" + sign(hookSecret, body)
+		start := time.Now()
+		var wg sync.WaitGroup
+		work := make(chan struct{})
+		for range 16 {
+			wg.Go(func() {
+				for range work {
+					req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+					req.Header.Set(HeaderGitHub, sig)
+					resp, err := srv.Client().Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						t.Errorf("status %d", resp.StatusCode)
+					}
+				}
+			})
+		}
+		for range tc.n {
+			work <- struct{}{}
+		}
+		close(work)
+		wg.Wait()
+		flood := time.Since(start)
+		time.Sleep(tc.minGap + 100*time.Millisecond) // the last queued sweep
+		runtime.ReadMemStats(&after)
+		cancel()
+		<-done
+		srv.Close()
+		got := int(sweeps.Load()) - 1
+		t.Logf("%d signed requests in %s with min interval %s: %d sweeps; heap %d → %d KiB",
+			tc.n, flood.Round(time.Millisecond), tc.minGap, got, before.HeapInuse>>10, after.HeapInuse>>10)
+		if tc.minGap > 0 {
+			if limit := int(flood/tc.minGap) + 2; got > limit {
+				t.Errorf("%d sweeps for a %s flood, want at most %d (one per %s)", got, flood, limit, tc.minGap)
+			}
+		}
+		if after.HeapInuse > before.HeapInuse+64<<20 {
+			t.Errorf("heap grew by %d MiB during the flood", (after.HeapInuse-before.HeapInuse)>>20)
+		}
 	}
 }

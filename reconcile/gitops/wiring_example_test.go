@@ -37,7 +37,7 @@ func ExampleNewSweeper() {
 		if err != nil {
 			return err
 		}
-		scope, err := gopts.Scope("universe-system") // the operator's namespace is owned when no flag says otherwise
+		scope, err := gopts.Scope(gitops.Self{Namespace: "universe-system"}) // --gitops-namespaces is required; the operator's own objects are never written
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func ExampleNewSweeper() {
 		if err := mgr.Add(sw); err != nil { // NeedLeaderElection: sweeps on the leader only
 			return err
 		}
-		hookSecret, err := gopts.WebhookSecret() // nil: unsigned hooks accepted
+		hookSecret, err := gopts.WebhookSecret() // an error without a secret, unless --gitops-webhook-insecure (then nil)
 		if err != nil {
 			return err
 		}

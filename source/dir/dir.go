@@ -58,11 +58,11 @@ func Read(path string, stdin io.Reader) (*source.Snapshot, error) {
 		if d.IsDir() || !source.IsManifest(p) {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		f, err := readLimited(p, d)
 		if err != nil {
 			return err
 		}
-		files = append(files, source.File{Path: filepath.ToSlash(p), Data: data})
+		files = append(files, f)
 		return nil
 	})
 	if err != nil {
@@ -70,6 +70,32 @@ func Read(path string, stdin io.Reader) (*source.Snapshot, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return &source.Snapshot{Files: files}, nil
+}
+
+// readLimited reads one manifest of a directory, never following a symbolic link and
+// never reading a file over source.DefaultFileBytes (each is a File that Parse reports
+// by name).
+func readLimited(p string, d fs.DirEntry) (source.File, error) {
+	f := source.File{Path: filepath.ToSlash(p)}
+	if d.Type()&fs.ModeSymlink != 0 {
+		f.Refused = source.ErrSymlink
+		return f, nil
+	}
+	if !d.Type().IsRegular() {
+		f.Refused = source.ErrNotFile
+		return f, nil
+	}
+	info, err := d.Info()
+	if err != nil {
+		return f, err
+	}
+	f.Size = info.Size()
+	if limit := int64(source.DefaultFileBytes); f.Size > limit {
+		f.Refused = source.TooLarge(f.Size, limit)
+		return f, nil
+	}
+	f.Data, err = os.ReadFile(p)
+	return f, err
 }
 
 // Source is a directory read once as the one commit of a repository: its revision is a

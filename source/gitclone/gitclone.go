@@ -48,6 +48,9 @@ type Options struct {
 	KnownHostsFile string
 	// Timeout bounds one ls-remote, clone or fetch.
 	Timeout time.Duration
+	// MaxFileBytes is the largest file read; larger ones are listed as
+	// refused, unread. 0 means source.DefaultFileBytes.
+	MaxFileBytes int64
 }
 
 // DefaultOptions returns the defaults BindFlags registers.
@@ -101,6 +104,10 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if ep.Password != "" {
 		return nil, errors.New("git url must not embed a password: use the token file")
 	}
+	if (ep.Protocol == "http" || ep.Protocol == "https") && ep.User != "" {
+		// A token pasted as the user name travels in every request and every log line.
+		return nil, errors.New("git url must not embed a user name: set --git-username, and the token in the token file")
+	}
 	if o.Branch == "" {
 		return nil, errors.New("git branch is empty")
 	}
@@ -115,7 +122,11 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	}
 	s := &Source{o: o, ep: ep, creds: creds, ref: plumbing.NewBranchReferenceName(o.Branch), path: source.CleanPath(o.Path)}
 	switch ep.Protocol {
-	case "http", "https", "file":
+	case "http":
+		if creds != nil && !source.Loopback(ep.Host) {
+			return nil, errors.New("git url: a token goes only over https (plain http only to a loopback host)")
+		}
+	case "https", "file":
 	case "ssh":
 		s.ssh = true
 		if o.SSHKeyFile == "" || o.KnownHostsFile == "" {
@@ -290,10 +301,8 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 		}
 	}
 	snap := &source.Snapshot{Revision: hash.String()}
+	limit := source.Limits{FileBytes: s.o.MaxFileBytes}.MaxFileBytes()
 	err = tree.Files().ForEach(func(f *object.File) error {
-		if f.Mode != filemode.Regular && f.Mode != filemode.Executable && f.Mode != filemode.Deprecated {
-			return nil // symlinks and submodules
-		}
 		p := f.Name
 		if s.path != "" {
 			p = s.path + "/" + p
@@ -301,16 +310,34 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 		if !source.IsManifest(p) {
 			return nil
 		}
+		file := source.File{Path: p, BlobSHA: f.Hash.String(), Size: f.Size}
+		switch {
+		case f.Mode == filemode.Symlink: // never followed, but reported
+			file.Refused = source.ErrSymlink
+		case f.Mode != filemode.Regular && f.Mode != filemode.Executable && f.Mode != filemode.Deprecated:
+			file.Refused = source.ErrNotFile
+		case f.Size > limit:
+			file.Refused = source.TooLarge(f.Size, limit)
+		}
+		if file.Refused != nil {
+			snap.Files = append(snap.Files, file)
+			return nil
+		}
 		r, err := f.Reader()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 		defer func() { _ = r.Close() }()
-		data, err := io.ReadAll(r)
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		snap.Files = append(snap.Files, source.File{Path: p, BlobSHA: f.Hash.String(), Data: data})
+		if int64(len(data)) > limit {
+			file.Refused = source.TooLarge(int64(len(data)), limit)
+			data = nil
+		}
+		file.Data = data
+		snap.Files = append(snap.Files, file)
 		return nil
 	})
 	if err != nil {

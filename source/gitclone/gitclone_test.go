@@ -309,12 +309,13 @@ func TestHTTPTokenRotation(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	cases := map[string]Options{
-		"no url":            {Branch: "main"},
-		"password in url":   {URL: "https://u:" + password + "@example.com/r.git", Branch: "main"},
-		"no branch":         {URL: "https://example.com/r.git"},
-		"ssh without keys":  {URL: "ssh://git@example.com/r.git", Branch: "main"},
-		"ssh without hosts": {URL: "git@example.com:r.git", Branch: "main", SSHKeyFile: "/k"},
-		"unknown scheme":    {URL: "ftp://example.com/r.git", Branch: "main"},
+		"no url":             {Branch: "main"},
+		"password in url":    {URL: "https://u:" + password + "@example.com/r.git", Branch: "main"},
+		"no branch":          {URL: "https://example.com/r.git"},
+		"ssh without keys":   {URL: "ssh://git@example.com/r.git", Branch: "main"},
+		"ssh without hosts":  {URL: "git@example.com:r.git", Branch: "main", SSHKeyFile: "/k"},
+		"unknown scheme":     {URL: "ftp://example.com/r.git", Branch: "main"},
+		"token as user name": {URL: "https://" + password + "@example.com/r.git", Branch: "main"},
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -438,4 +439,98 @@ func TestSSH(t *testing.T) {
 			t.Error("Head succeeded with a key the server does not accept")
 		}
 	})
+}
+
+// TestSymlinksAndLargeFilesReported: a symbolic link in the repository is
+// listed as refused (never followed, never silently dropped), and a file over
+// the size limit is refused by name without being read.
+func TestSymlinksAndLargeFilesReported(t *testing.T) {
+	srv, _, url := httpServer(t)
+	auth := &githttp.BasicAuth{Username: user, Password: password}
+	repo, err := git.Clone(memory.NewStorage(), memfs.New(), &git.CloneOptions{URL: url, Auth: auth, ReferenceName: "refs/heads/main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Filesystem.Symlink("a.yaml", "crs/link.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := wt.Filesystem.Create("crs/big.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: x}\ndata: {k: " + strings.Repeat("x", 4000) + "}\n"))
+	_ = f.Close()
+	for _, p := range []string{"crs/link.yaml", "crs/big.yaml"} {
+		if _, err := wt.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wt.Commit("link", &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(&git.PushOptions{Auth: auth}); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv
+	tf, _ := tokenFile(t, password)
+	s, err := New(tf, Options{URL: url, Branch: "main", Path: "crs", CacheDir: t.TempDir(), Username: user, MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rev, err := s.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]error{}
+	for _, f := range snap.Files {
+		if f.Refused != nil {
+			refused[f.Path] = f.Refused
+			if f.Data != nil {
+				t.Errorf("%s: refused but read", f.Path)
+			}
+		}
+	}
+	if !errors.Is(refused["crs/link.yaml"], source.ErrSymlink) || !errors.Is(refused["crs/big.yaml"], source.ErrTooLarge) {
+		t.Errorf("refused %v, want link.yaml a symlink and big.yaml too large", refused)
+	}
+	_, errs := source.Parse(snap)
+	for _, p := range []string{"crs/link.yaml", "crs/big.yaml"} {
+		found := false
+		for _, e := range errs {
+			found = found || (e.File == p && strings.Contains(e.Error(), p))
+		}
+		if !found {
+			t.Errorf("Parse does not report %s: %v", p, errs)
+		}
+	}
+}
+
+// TestTokenOnlyOverHTTPS: with a token, plain http is refused unless the
+// server is this machine.
+func TestTokenOnlyOverHTTPS(t *testing.T) {
+	tf, _ := tokenFile(t, password)
+	for url, ok := range map[string]bool{
+		"http://git.example.com/r.git": false, "http://10.1.2.3/r.git": false,
+		"http://127.0.0.1:3000/r.git": true, "http://localhost/r.git": true, "https://git.example.com/r.git": true,
+	} {
+		_, err := New(tf, Options{URL: url, Branch: "main"})
+		if (err == nil) != ok {
+			t.Errorf("New(%s) with a token: %v, want ok=%v", url, err, ok)
+		}
+		if err != nil && strings.Contains(err.Error(), password) {
+			t.Errorf("error reveals the token: %v", err)
+		}
+	}
+	if _, err := New(nil, Options{URL: "http://git.example.com/r.git", Branch: "main"}); err != nil {
+		t.Errorf("anonymous http: %v", err)
+	}
 }

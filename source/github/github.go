@@ -50,6 +50,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// Concurrency is how many blobs are fetched at once.
 	Concurrency int
+	// MaxFileBytes is the largest blob fetched; larger ones are listed as
+	// refused, unread. 0 means source.DefaultFileBytes.
+	MaxFileBytes int64
 }
 
 // DefaultOptions returns the defaults BindFlags registers.
@@ -84,6 +87,8 @@ type Source struct {
 	branch      string
 	path        string
 	concurrency int
+	maxFile     int64
+	creds       source.Credentials // nil: anonymous; for Scrub
 
 	// mu serialises Head and Snapshot and guards the fields below.
 	mu    sync.Mutex
@@ -127,6 +132,9 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if base.User != nil {
 		return nil, errors.New("github api url must not embed credentials: use the token file")
 	}
+	if base.Scheme != "https" && !(base.Scheme == "http" && source.Loopback(base.Hostname())) {
+		return nil, errors.New("github api url must be https (plain http only to a loopback host)")
+	}
 	if !strings.HasSuffix(base.Path, "/") {
 		base.Path += "/"
 	}
@@ -134,7 +142,7 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if source.NoCredentials(creds) {
 		creds = nil
 	}
-	gh := github.NewClient(newHTTPClient(o, creds))
+	gh := github.NewClient(newHTTPClient(o, creds, base.Host))
 	gh.BaseURL = base
 	gh.UserAgent = "universe-operator-gitops"
 	return &Source{
@@ -144,13 +152,15 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 		branch:      o.Branch,
 		path:        source.CleanPath(o.Path),
 		concurrency: o.Concurrency,
+		maxFile:     source.Limits{FileBytes: o.MaxFileBytes}.MaxFileBytes(),
 		blobs:       map[string][]byte{},
+		creds:       creds,
 	}, nil
 }
 
 // newHTTPClient layers: retries (outside) → token header and reload on 401 →
 // a pooled transport.
-func newHTTPClient(o Options, creds source.Credentials) *http.Client {
+func newHTTPClient(o Options, creds source.Credentials, host string) *http.Client {
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil
 	rc.RetryMax = o.RetryMax
@@ -165,7 +175,7 @@ func newHTTPClient(o Options, creds source.Credentials) *http.Client {
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	rc.HTTPClient = &http.Client{
 		Timeout:   o.Timeout,
-		Transport: &authTransport{creds: creds, base: cleanhttp.DefaultPooledTransport()},
+		Transport: &authTransport{creds: creds, host: host, base: cleanhttp.DefaultPooledTransport()},
 	}
 	return rc.StandardClient()
 }
@@ -193,6 +203,20 @@ var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 func (s *Source) Head(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sha, err := s.resolveHead(ctx)
+	return sha, s.scrub(err)
+}
+
+// scrub removes the token from an error: go-github's errors carry the
+// host's answer, which may echo what it was sent.
+func (s *Source) scrub(err error) error {
+	if s.creds == nil {
+		return err
+	}
+	return s.creds.Token().Scrub(err)
+}
+
+func (s *Source) resolveHead(ctx context.Context) (string, error) {
 	u := fmt.Sprintf("repos/%s/%s/commits/%s", url.PathEscape(s.owner), url.PathEscape(s.repo), escapeRef(s.branch))
 	req, err := s.gh.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
@@ -232,6 +256,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 		again.Refetched = 0
 		return &again, nil
 	}
+	snap, err := s.snapshot(ctx, rev)
+	return snap, s.scrub(err)
+}
+
+func (s *Source) snapshot(ctx context.Context, rev string) (*source.Snapshot, error) {
 	entries, err := s.list(ctx, rev)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s at %s: %w", s.ref(), rev, err)
@@ -242,7 +271,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 	}
 	snap := &source.Snapshot{Revision: rev, Refetched: refetched}
 	for _, e := range entries {
-		snap.Files = append(snap.Files, source.File{Path: e.path, BlobSHA: e.sha, Data: blobs[e.sha]})
+		f := source.File{Path: e.path, BlobSHA: e.sha, Size: e.size, Refused: e.refused}
+		if e.refused == nil {
+			f.Data = blobs[e.sha]
+		}
+		snap.Files = append(snap.Files, f)
 	}
 	// Keep only what the newest snapshot uses: memory stays bounded by the
 	// size of the tree, and a file reverted later costs one fetch.
@@ -250,7 +283,11 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 	return snap, nil
 }
 
-type entry struct{ path, sha string }
+type entry struct {
+	path, sha string
+	size      int64
+	refused   error // never fetched: a symlink, a submodule, over the size limit
+}
 
 // list returns the manifest blobs below the configured path at rev, sorted.
 func (s *Source) list(ctx context.Context, rev string) ([]entry, error) {
@@ -267,17 +304,26 @@ func (s *Source) list(ctx context.Context, rev string) ([]entry, error) {
 	}
 	var out []entry
 	for _, e := range tree.Entries {
-		// Symlinks (120000) and submodules are not files we can apply.
-		if e.GetType() != "blob" || e.GetMode() == "120000" {
+		if e.GetType() == "tree" {
 			continue
 		}
 		p := e.GetPath()
 		if s.path != "" {
 			p = s.path + "/" + p
 		}
-		if source.IsManifest(p) {
-			out = append(out, entry{path: p, sha: e.GetSHA()})
+		if !source.IsManifest(p) {
+			continue
 		}
+		en := entry{path: p, sha: e.GetSHA(), size: int64(e.GetSize())}
+		switch {
+		case e.GetMode() == "120000": // symlinks are never followed, but reported
+			en.refused = source.ErrSymlink
+		case e.GetType() != "blob": // a submodule
+			en.refused = source.ErrNotFile
+		case en.size > s.maxFile:
+			en.refused = source.TooLarge(en.size, s.maxFile)
+		}
+		out = append(out, en)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
@@ -308,6 +354,9 @@ func (s *Source) fetch(ctx context.Context, entries []entry) (map[string][]byte,
 	blobs := make(map[string][]byte, len(entries))
 	var missing []string
 	for _, e := range entries {
+		if e.refused != nil {
+			continue
+		}
 		if _, seen := blobs[e.sha]; seen {
 			continue
 		}

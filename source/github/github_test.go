@@ -5,6 +5,7 @@ import (
 	"crypto/sha1" //nolint:gosec // fake git ids
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,13 +168,17 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) int {
 		if !ok || r.URL.Query().Get("recursive") == "" {
 			return fail(http.StatusNotFound)
 		}
-		var entries []map[string]string
+		var entries []map[string]any
 		for p, c := range f.commits[ref.commit] {
 			if ref.dir != "" && !strings.HasPrefix(p, ref.dir+"/") {
 				continue
 			}
 			rel := strings.TrimPrefix(p, ref.dir+"/")
-			entries = append(entries, map[string]string{"path": rel, "type": "blob", "mode": "100644", "sha": gitSHA("blob", []byte(c))})
+			mode := "100644"
+			if strings.HasPrefix(c, symlinkPrefix) { // the blob of a symlink holds its target
+				mode = "120000"
+			}
+			entries = append(entries, map[string]any{"path": rel, "type": "blob", "mode": mode, "sha": gitSHA("blob", []byte(c)), "size": len(c)})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"sha": sha, "tree": entries, "truncated": false})
 		return http.StatusOK
@@ -196,6 +202,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	return fail(http.StatusNotFound)
 }
+
+// symlinkPrefix marks a fixture file the fake lists as a symbolic link.
+const symlinkPrefix = "symlink:"
 
 type staticCreds struct{ tok source.Token }
 
@@ -541,5 +550,119 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Errorf("error reveals the token: %v", err)
 			}
 		})
+	}
+}
+
+// TestSnapshotRefusesSymlinksAndLargeBlobs: a symbolic link is reported, not
+// silently dropped and never followed; a blob over the size limit is
+// reported from the tree's size and never fetched.
+func TestSnapshotRefusesSymlinksAndLargeBlobs(t *testing.T) {
+	f, srv := newFake(t)
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: x}\ndata: {k: " + strings.Repeat("x", 500) + "}\n"
+	head := f.commit(map[string]string{
+		"crs/ok.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: x}\n",
+		"crs/big.yaml":  big,
+		"crs/link.yaml": symlinkPrefix + "../../etc/passwd",
+	})
+	o := DefaultOptions()
+	o.BaseURL, o.Repository, o.RetryMax, o.MaxFileBytes = srv.URL+"/api", "o/r", 0, 200
+	s, err := New(staticCreds{source.NewToken(token)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(context.Background(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.take() {
+		if strings.Contains(r.Path, gitSHA("blob", []byte(big))) || strings.Contains(r.Path, gitSHA("blob", []byte(symlinkPrefix+"../../etc/passwd"))) {
+			t.Errorf("fetched a refused blob: %s", r.Path)
+		}
+	}
+	objs, errs := source.Parse(snap)
+	if len(objs) != 1 || objs[0].Obj.GetName() != "ok" {
+		t.Errorf("objects %v, want only ok", objs)
+	}
+	got := map[string]error{}
+	for _, e := range errs {
+		got[e.File] = e
+	}
+	if !errors.Is(got["crs/big.yaml"], source.ErrTooLarge) || !errors.Is(got["crs/link.yaml"], source.ErrSymlink) {
+		t.Errorf("file errors %v, want big.yaml too large and link.yaml a symlink", errs)
+	}
+}
+
+func TestNewRefusesPlainHTTPBeyondLoopback(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"http://api.example.com/": false, "http://10.0.0.1:8080/api": false,
+		"http://127.0.0.1:8080/api": true, "http://localhost/api": true, "http://[::1]:9/api": true,
+		"https://ghe.example.com/api/v3/": true,
+	} {
+		_, err := New(staticCreds{source.NewToken(token)}, Options{Repository: "o/r", Branch: "main", BaseURL: url})
+		if (err == nil) != ok {
+			t.Errorf("New(%s): %v, want ok=%v", url, err, ok)
+		}
+	}
+}
+
+// TestTokenNeverLeavesTheConfiguredHost: the API redirects a blob to another
+// host (as GitHub does to its CDN); that hop, and every other request to a
+// host that is not the API's, goes without the Authorization header.
+func TestTokenNeverLeavesTheConfiguredHost(t *testing.T) {
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n"))
+	}))
+	t.Cleanup(other.Close)
+	f, srv := newFake(t)
+	content := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n"
+	head := f.commit(map[string]string{"a.yaml": content})
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/git/blobs/") {
+			// 127.0.0.1 and localhost are different hosts to the transport
+			http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/blob", http.StatusFound)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(redirect.Close)
+	_ = srv
+	o := DefaultOptions()
+	o.BaseURL, o.Repository, o.RetryMax = redirect.URL+"/api", "o/r", 0
+	s, err := New(staticCreds{source.NewToken(token)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("the token went to another host on %d requests", leaked.Load())
+	}
+}
+
+// TestErrorsScrubbed: a host that echoes the request's Authorization header
+// in its error body never gets the token into our error.
+func TestErrorsScrubbed(t *testing.T) {
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = fmt.Fprintf(w, `{"message":"no such repo for %s"}`, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(echo.Close)
+	o := DefaultOptions()
+	o.BaseURL, o.Repository, o.RetryMax = echo.URL+"/api", "o/r", 0
+	s, err := New(staticCreds{source.NewToken(token)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, herr := s.Head(context.Background())
+	_, serr := s.Snapshot(context.Background(), strings.Repeat("a", 40))
+	for _, err := range []error{herr, serr} {
+		if err == nil || strings.Contains(err.Error(), token) || strings.Contains(fmt.Sprintf("%+v", err), token) {
+			t.Errorf("error %v carries the token", err)
+		}
 	}
 }

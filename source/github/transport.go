@@ -9,16 +9,22 @@ import (
 	"github.com/openuniverse/operator/source"
 )
 
-// authTransport sets the token on each request, in the Authorization header
-// only, and re-reads it once when the host answers 401.
+// authTransport sets the token on each request to the configured host, in
+// the Authorization header only, and re-reads it once when the host answers
+// 401. A request to any other host (a redirect to a CDN, an object store, a
+// hostile mirror) goes without it: the check is per hop, here, so redirects
+// are covered too.
 type authTransport struct {
 	creds source.Credentials // nil: anonymous
+	host  string             // the API's host[:port]
 	base  http.RoundTripper
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.creds == nil {
-		return t.base.RoundTrip(req)
+	if t.creds == nil || req.URL.Host != t.host {
+		r := req.Clone(req.Context())
+		r.Header.Del("Authorization")
+		return t.base.RoundTrip(r)
 	}
 	tok := t.creds.Token()
 	resp, err := t.base.RoundTrip(withToken(req, tok))

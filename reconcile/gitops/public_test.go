@@ -1,0 +1,73 @@
+package gitops
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/openuniverse/operator/reconcile"
+)
+
+// TestGitOpsEndpointCarriesNoData: GET /gitops serves the apiserver's code,
+// reason and cause fields of a failure, never its message (which can echo a
+// value), and a parser's line, never its message (which can quote a key).
+func TestGitOpsEndpointCarriesNoData(t *testing.T) {
+	const leak = "s3cr3t-value-9d1e"
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "db", field.ErrorList{
+		field.Invalid(field.NewPath("data", "password"), leak, "must be base64"),
+	})
+	denied := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400, Reason: metav1.StatusReasonBadRequest,
+		Message: "admission webhook \"x\" denied the request: value " + leak + " is not allowed"}}
+	sw := &Sweeper{}
+	sw.last = &Report{
+		Results: []reconcile.Result{
+			{Object: reconcile.ObjRef{Kind: "Secret", Namespace: "a", Name: "db"}, Action: reconcile.Failed, Err: invalid, Message: invalid.Error()},
+			{Object: reconcile.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "c"}, Action: reconcile.Failed, Err: denied, Message: denied.Error()},
+			{Object: reconcile.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "n"}, Action: reconcile.Failed, Err: fmt.Errorf("no API serves x"), Message: "no API serves x"},
+		},
+		Skips: []Skip{{File: "bad.yaml", Reason: ReasonUnparseable,
+			Message: "not applied, none of this file is: malformed yaml: yaml: line 4: invalid map key: map[interface {}]interface {}{\"" + leak + "\":1}"}},
+	}
+	rec := httptest.NewRecorder()
+	sw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/gitops", nil))
+	body := rec.Body.String()
+	if strings.Contains(body, leak) {
+		t.Fatalf("GET /gitops carries data:\n%s", body)
+	}
+	var got Report
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"422 Invalid: data.password (FieldValueInvalid)", "400 BadRequest", "no API serves x"} {
+		if !strings.Contains(got.Results[i].Message, want) {
+			t.Errorf("result %d: %q, want it to say %q", i, got.Results[i].Message, want)
+		}
+	}
+	if !strings.Contains(got.Skips[0].Message, "line 4") {
+		t.Errorf("skip: %q, want the line", got.Skips[0].Message)
+	}
+	// the kept report is unchanged: the log still has the messages
+	if !strings.Contains(sw.Last().Results[0].Message, leak) {
+		t.Error("Public modified the kept report")
+	}
+}
+
+func TestManagerLabelIsBounded(t *testing.T) {
+	for in, want := range map[string]string{
+		"kubectl-client-side-apply": "kubectl", "kubectl-edit": "kubectl", "kubectl": "kubectl",
+		"helm": "helm", reconcile.ManagerKinds: reconcile.ManagerKinds,
+		"evil-" + strings.Repeat("x", 100): "other", "": "other",
+	} {
+		if got := ManagerLabel(in); got != want {
+			t.Errorf("ManagerLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
