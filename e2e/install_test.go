@@ -129,9 +129,10 @@ func TestInstalledDeploymentRuns(t *testing.T) {
 			t.Errorf("the Deployment does not pass --%s; args %q", need, ctr.Args)
 		}
 	}
-	probe, metrics := freePort(t), freePort(t)
+	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
 	args = append(args, "--kubeconfig", cl.kubeconfig, "--git-cache-dir", t.TempDir(),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics))
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
+		fmt.Sprintf("--webhook-bind-address=127.0.0.1:%d", hook))
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OPERATOR_") || strings.HasPrefix(kv, "GITOPS_") })
 	for _, e := range ctr.Env {
 		switch {
@@ -145,6 +146,7 @@ func TestInstalledDeploymentRuns(t *testing.T) {
 	}
 
 	o := runContainer(t, args, env, fmt.Sprintf("http://127.0.0.1:%d", probe))
+	o.hook = fmt.Sprintf("http://127.0.0.1:%d", hook)
 	for range 10 {
 		if code := probeStatus(t, o.probe+"/readyz"); code != http.StatusServiceUnavailable {
 			t.Fatalf("/readyz %d while the first sweep is held, want 503", code)

@@ -181,13 +181,15 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"gitops-token-file": o.Source.TokenFile, "gitops-webhook-secret-file": o.GitOps.WebhookSecretFile,
 		"leader-elect": boolString(o.LeaderElect), "log-level": o.LogLevel, "git-cache-dir": o.Git.CacheDir,
 		"controllers": strings.Join(o.Controllers, ","), "health-probe-bind-address": o.ProbeAddr, "metrics-bind-address": o.MetricsAddr,
+		"webhook-bind-address": o.WebhookAddr,
 	}
 	want := map[string]string{
 		"git-url": "https://git.example/universe.git", "git-username": "git", "git-branch": "main", "git-path": "crs",
 		"gitops-resync": "30s", "gitops-namespaces": "apps",
 		"gitops-token-file": install.TokenFile, "gitops-webhook-secret-file": install.WebhookSecretFile,
 		"leader-elect": "false", "log-level": "debug", "git-cache-dir": "",
-		"controllers": "kinds,gitops", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
+		"controllers": "kinds,gitops,imageupdate", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
+		"webhook-bind-address": ":8082",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operator run options from the installed args (-want +got):\n%s", diff)

@@ -43,8 +43,10 @@ const (
 	// WebhookRelay names the ConfigMap through which a standby replica hands a push
 	// webhook to the leader (see gitops.Relay).
 	WebhookRelay = OperatorName + "-webhook-relay"
-	// ProbePort serves /healthz and /readyz, MetricsPort /metrics.
+	// ProbePort serves /healthz and /readyz, WebhookPort POST /reconcile and GET /gitops,
+	// MetricsPort /metrics.
 	ProbePort   = 8081
+	WebhookPort = 8082
 	MetricsPort = 8080
 )
 
@@ -269,6 +271,14 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 	if err != nil {
 		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
 	}
+	// The luxfi lux.network Kinds are in the Registry whether or not their CRDs
+	// (`operator crds --lux-network-kinds`) are installed: the role covers them, so
+	// installing those CRDs later needs no new RBAC.
+	lux, err := kinds.LuxNetworkCRDs()
+	if err != nil {
+		return nil, fmt.Errorf("lux.network CRDs: %w", err)
+	}
+	crds = append(crds, lux...)
 	crPlurals := map[string][]string{}        // group -> plurals
 	crByKind := map[schema.GroupKind]string{} // -> plural
 	for _, crd := range crds {
@@ -356,7 +366,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	replicas := max(o.Replicas, 1)
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(portHTTP)}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(portProbes)}},
 			PeriodSeconds:    period,
 			TimeoutSeconds:   5,
 			FailureThreshold: 3,
@@ -365,6 +375,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	args := []string{"run",
 		fmt.Sprintf("--leader-elect=%t", replicas > 1),
 		fmt.Sprintf("--health-probe-bind-address=:%d", ProbePort),
+		fmt.Sprintf("--webhook-bind-address=:%d", WebhookPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", MetricsPort),
 	}
 	if len(o.Controllers) > 0 {
@@ -424,7 +435,8 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 						},
 						Ports: []corev1.ContainerPort{
 							{Name: portMetrics, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
-							{Name: portHTTP, ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+							{Name: portProbes, ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+							{Name: portWebhook, ContainerPort: WebhookPort, Protocol: corev1.ProtocolTCP},
 						},
 						LivenessProbe:  probe("/healthz", 10),
 						ReadinessProbe: probe("/readyz", 5),
@@ -455,9 +467,10 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 // image (hack/image, Dockerfile) sets too.
 const NonRootUID = 65532
 
-// Container port names: portHTTP serves the webhook, /gitops and the probes.
+// Container port names: portWebhook serves the webhook and /gitops, portProbes the probes.
 const (
-	portHTTP    = "http"
+	portWebhook = "webhook"
+	portProbes  = "probes"
 	portMetrics = "metrics"
 )
 
@@ -471,7 +484,7 @@ func Service(o InstallOptions) *corev1.Service {
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: podSelector(),
 			Ports: []corev1.ServicePort{
-				{Name: "webhook", Port: 80, TargetPort: intstr.FromString(portHTTP), Protocol: corev1.ProtocolTCP},
+				{Name: "webhook", Port: 80, TargetPort: intstr.FromString(portWebhook), Protocol: corev1.ProtocolTCP},
 				{Name: portMetrics, Port: MetricsPort, TargetPort: intstr.FromString(portMetrics), Protocol: corev1.ProtocolTCP},
 			},
 		},

@@ -142,7 +142,7 @@ func TestInstall(t *testing.T) {
 	}
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	ctr := containers[0].(map[string]any)
-	if ctr["image"] != o.Image || !slices.Equal(ctr["args"].([]any), []any{"run", "--leader-elect=false", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080"}) {
+	if ctr["image"] != o.Image || !slices.Equal(ctr["args"].([]any), []any{"run", "--leader-elect=false", "--health-probe-bind-address=:8081", "--webhook-bind-address=:8082", "--metrics-bind-address=:8080"}) {
 		t.Errorf("container image %v args %v", ctr["image"], ctr["args"])
 	}
 }
