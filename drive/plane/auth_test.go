@@ -56,7 +56,9 @@ var errNoRead = errors.New("this test reads nothing")
 func (unreadable) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errNoRead
 }
-func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption) error { return errNoRead }
+func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNoRead
+}
 
 // offlineServer is a plane whose routes fail at any read: enough for authentication.
 func offlineServer(t *testing.T, a *plane.Authenticator) *plane.Server {
