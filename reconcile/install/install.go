@@ -253,7 +253,8 @@ var (
 //     is also a child the controllers prune (KMSSecret);
 //   - every child Kind a Registry entry owns, resolved to its resource through mapper:
 //     read, create, patch and delete (the controllers prune children by owner uid);
-//   - Pods: read (a controller explains a workload stuck on its pods);
+//   - Pods: read (a controller explains a workload stuck on its pods); ReplicaSets: read
+//     (the deploy plane's resource tree shows them between a Deployment and its Pods);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
 //   - Events (core and events.k8s.io): create and patch;
 //   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched).
@@ -298,6 +299,9 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 			rule(g, []string{"pods"}, verbsRead)
 			rule(g, []string{"events"}, verbsEvents)
 			rule(g, []string{"secrets"}, []string{"get"}) // an ImageUpdate's registry, git and signing Secrets
+		}
+		if g == "apps" {
+			rule(g, []string{"replicasets"}, verbsRead)
 		}
 	}
 	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)

@@ -251,6 +251,7 @@ func TestClusterRole(t *testing.T) {
 		"hpa":               {"autoscaling/horizontalpodautoscalers", []string{"get", "list", "watch", "create", "patch", "delete"}},
 		"namespaces":        {"/namespaces", []string{"get", "list", "watch", "create", "patch"}},
 		"pods":              {"/pods", []string{"get", "list", "watch"}},
+		"replicasets":       {"apps/replicasets", []string{"get", "list", "watch"}},
 		"crds":              {"apiextensions.k8s.io/customresourcedefinitions", []string{"get", "list", "watch", "create", "patch"}},
 		"events":            {"/events", []string{"create", "patch"}},
 		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
