@@ -154,7 +154,9 @@ func TestReadsComeFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	installCRDs(t, admin)
+	t.Logf("CRDs served after %s", time.Since(start))
 	iss, err := testbed.NewOIDCIssuer("aud")
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +207,7 @@ func TestReadsComeFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tree never showed the Deployment: %+v", tree)
 	}
+	t.Logf("tree served after %s", time.Since(start))
 
 	// the stream, opened before the Deployment becomes available
 	req, _ := http.NewRequest(http.MethodGet, api+"/stream/applications?appNamespace="+ns, nil)
@@ -293,6 +296,7 @@ func TestReadsComeFromTheCache(t *testing.T) {
 		t.Errorf("stream content type %q", resp.Header.Get("Content-Type"))
 	}
 
+	t.Logf("stream MODIFIED after %s", time.Since(start))
 	// a subscriber that does not read is dropped once its buffer is full
 	slow := s.hub.subscribe(1, true)
 	for i := range 3 {
