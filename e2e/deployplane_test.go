@@ -264,6 +264,10 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 
 	var md plane.RevisionMetadata
 	api.get(t, "/api/v1/applications/web/revisions/"+app.Status.History[0].Revision+"/metadata"+q, admin, &md)
+	api.get(t, "/api/v1/applications/web/revisions/"+sha+"/metadata"+q, admin, &md)
+	if !strings.HasPrefix(md.Message, "the example universe") || md.Date == nil || md.Author == "" {
+		t.Errorf("metadata of %s: %+v, want the pushed commit", sha, md)
+	}
 	var clusters plane.ClusterList
 	api.get(t, "/api/v1/clusters", admin, &clusters)
 	if len(clusters.Items) != 1 || clusters.Items[0].Info.ConnectionState.Status != "Successful" || clusters.Items[0].ServerVersion == "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,13 +32,15 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/gitclone"
 )
 
 // planeDeps is what the plane needs from the process it runs in.
 type planeDeps struct {
 	APIGroup, Namespace string
-	// Sweeper is the git sweep of this process, nil when it runs none.
+	// Sweeper is the git sweep of this process, nil when it runs none; Commits its source.
 	Sweeper *gitops.Sweeper
+	Commits source.Source
 	// LeaderElect or Standalone: a sweep request goes through the webhook relay (the
 	// leader's sweep watches it) instead of this process's trigger.
 	LeaderElect, Standalone bool
@@ -89,6 +92,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeD
 		Actions: &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
 		// GitWriter: the git write path (issue 12) is not on main yet; a rollback of a CR
 		// from git answers 501 naming the file to change.
+		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),
 		Metrics:       metrics.Registry,
@@ -123,6 +127,35 @@ func serverVersion(cfg *rest.Config) string {
 		return ""
 	}
 	return strings.TrimPrefix(v.GitVersion, "v")
+}
+
+// commitReader is a source that can describe a commit (the go-git clone).
+type commitReader interface {
+	Commit(rev string) (gitclone.Commit, error)
+}
+
+type commits struct{ r commitReader }
+
+func (c commits) Metadata(_ context.Context, rev string) (*plane.RevisionMetadata, error) {
+	cm, err := c.r.Commit(rev)
+	if err != nil {
+		return nil, err
+	}
+	at := metav1.NewTime(cm.When)
+	author := cm.Author
+	if cm.Email != "" {
+		author += " <" + cm.Email + ">"
+	}
+	return &plane.RevisionMetadata{Author: author, Date: &at, Message: cm.Message}, nil
+}
+
+// revisionSource describes commits of src when it can (nil otherwise: the route answers
+// from the application's history only).
+func revisionSource(src source.Source) plane.RevisionSource {
+	if r, ok := src.(commitReader); ok {
+		return commits{r: r}
+	}
+	return nil
 }
 
 // crDiffer is the plane's live diff: the builders and server-side dry-run of `operator diff`

@@ -58,6 +58,7 @@ type runOptions struct {
 	Plane  plane.Options
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
+	commits source.Source
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
@@ -168,7 +169,7 @@ func run(o *runOptions) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
-		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch}
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
 		}
@@ -257,7 +258,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	}
 	sweeper.Routes(mux, wh)
 	ready["gitops"] = sweeper.Ready(func() bool { return isClosed(mgr.Elected()) })
-	o.sweeper = sweeper
+	o.sweeper, o.commits = sweeper, src
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}
