@@ -573,6 +573,24 @@ wait:
 			t.Fatalf("late never became Healthy on the stream: %v", seq)
 		}
 	}
+	// the streamed resource tree of late: the whole tree, its Deployment Healthy
+	_, treeEvents := openStream(t, api.base+"/api/v1/stream/applications/late/resource-tree?appNamespace="+ns, admin)
+	select {
+	case ev := <-treeEvents:
+		var w struct {
+			Result plane.ApplicationTree `json:"result"`
+		}
+		strictDecode(t, "tree stream", ev.data, &w)
+		healthy := false
+		for _, n := range w.Result.Nodes {
+			healthy = healthy || (n.Kind == "Deployment" && n.Health != nil && n.Health.Status == plane.HealthHealthy)
+		}
+		if !healthy {
+			t.Errorf("tree stream's first frame: %+v", w.Result.Nodes)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("no tree frame")
+	}
 	// the member's stream carried only acme's applications
 	for {
 		select {
