@@ -204,7 +204,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	kinds := map[string]bool{}
 	for _, r := range app.Status.Resources {
 		kinds[r.Kind] = true
-		if r.Health == nil || r.Status != plane.SyncSynced {
+		if (r.Health == nil && (r.Kind == "Deployment" || r.Kind == "Service")) || r.Status != plane.SyncSynced {
 			t.Errorf("web resource %s/%s: %+v", r.Kind, r.Name, r)
 		}
 	}
