@@ -428,6 +428,10 @@ func (s *Server) managedResources(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := ManagedResourcesResponse{Items: []ResourceDiff{}}
 	q := r.URL.Query()
+	cached := map[string]*unstructured.Unstructured{}
+	for _, c := range o.Children {
+		cached[keyOf(c)] = c
+	}
 	for _, d := range diffs {
 		if IsSecret(d.GVK) {
 			continue // never a Secret: no manifest, no diff
@@ -436,11 +440,20 @@ func (s *Server) managedResources(w http.ResponseWriter, r *http.Request) {
 			(q.Get("group") != "" && q.Get("group") != d.GVK.Group) || (q.Get("namespace") != "" && q.Get("namespace") != d.Namespace) {
 			continue
 		}
+		live, target := d.Live, d.Target
+		if live == nil && target == nil && !d.Modified && d.Err == nil {
+			// in sync: the dry-run returns nothing, and the live object is the target
+			if c := cached[refKey(d.GVK.Group, d.GVK.Kind, d.Namespace, d.Name)]; c != nil {
+				live = c.DeepCopy()
+				unstructured.RemoveNestedField(live.Object, "metadata", "managedFields")
+				target = live
+			}
+		}
 		rd := ResourceDiff{Group: d.GVK.Group, Kind: d.GVK.Kind, Namespace: d.Namespace, Name: d.Name,
-			LiveState: stateJSON(d.Live), TargetState: stateJSON(d.Target), Modified: d.Modified, Diff: d.Diff}
+			LiveState: stateJSON(live), TargetState: stateJSON(target), Modified: d.Modified, Diff: d.Diff}
 		rd.NormalizedLiveState, rd.PredictedLiveState = rd.LiveState, rd.TargetState
-		if d.Live != nil {
-			rd.ResourceVersion = d.Live.GetResourceVersion()
+		if live != nil {
+			rd.ResourceVersion = live.GetResourceVersion()
 		}
 		if d.Err != nil {
 			rd.Diff = "error: " + d.Err.Error()
@@ -455,7 +468,11 @@ func (s *Server) revisionMetadata(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rev := r.PathValue("rev")
+	rev, ok := strings.CutSuffix(r.PathValue("rev"), "/metadata")
+	if !ok || rev == "" {
+		writeError(w, codeNotFound, "not found: want revisions/{revision}/metadata")
+		return
+	}
 	for _, h := range History(o.CR, o.Git) {
 		if h.Revision == rev {
 			md := &RevisionMetadata{Message: "image " + rev, Tags: []string{imageTag(rev)}}
