@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,7 @@ func TestDeployPlaneUI(t *testing.T) {
 		return ok == 5, fmt.Sprintf("%d of %d as expected", ok, len(l.Items))
 	})
 
-	login := "http://" + addr + "/v1/deploy/auth/login?return_url=/v1/deploy/ui/"
+	login := "http://" + addr + "/v1/deploy/auth/login?return_url=" + url.QueryEscape("/v1/deploy/ui/?live=0")
 	dom := chromium(t, login, "--dump-dom")
 	for _, want := range []string{">web<", ">worker<", ">sql<", ">edge<", ">api<", ">Healthy<", ">Synced<", "admin@example.test"} {
 		if !strings.Contains(dom, want) {

@@ -142,24 +142,24 @@ func New(c Config) (*Server, error) {
 
 func (s *Server) routes() {
 	api := map[string]http.HandlerFunc{
-		"GET /applications":                                 s.listApplications,
-		"GET /applications/{name}":                          s.getApplication,
-		"GET /applications/{name}/resource-tree":            s.resourceTree,
-		"GET /applications/{name}/managed-resources":        s.managedResources,
-		"GET /applications/{name}/revisions/{rev}/metadata": s.revisionMetadata,
-		"GET /applications/{name}/syncwindows":              s.syncWindows,
-		"POST /applications/{name}/sync":                    s.sync,
-		"POST /applications/{name}/rollback":                s.rollback,
-		"POST /applications/{name}/reconcile":               s.reconcile,
-		"GET /stream/applications":                          s.streamApplications,
-		"GET /stream/applications/{name}/resource-tree":     s.streamTree,
-		"GET /clusters":                                     s.clusters,
-		"GET /projects":                                     s.projects,
-		"GET /projects/{name}":                              s.project,
-		"GET /settings":                                     s.settings,
-		"GET /account/can-i/{resource}/{action}/{sub...}":   s.canI,
-		"GET /session/userinfo":                             s.userInfo,
-		"POST /reconcile":                                   s.reconcileAll,
+		"GET /applications":                               s.listApplications,
+		"GET /applications/{name}":                        s.getApplication,
+		"GET /applications/{name}/resource-tree":          s.resourceTree,
+		"GET /applications/{name}/managed-resources":      s.managedResources,
+		"GET /applications/{name}/revisions/{rev...}":     s.revisionMetadata, // {rev}/metadata; an image revision holds slashes
+		"GET /applications/{name}/syncwindows":            s.syncWindows,
+		"POST /applications/{name}/sync":                  s.sync,
+		"POST /applications/{name}/rollback":              s.rollback,
+		"POST /applications/{name}/reconcile":             s.reconcile,
+		"GET /stream/applications":                        s.streamApplications,
+		"GET /stream/applications/{name}/resource-tree":   s.streamTree,
+		"GET /clusters":                                   s.clusters,
+		"GET /projects":                                   s.projects,
+		"GET /projects/{name}":                            s.project,
+		"GET /settings":                                   s.settings,
+		"GET /account/can-i/{resource}/{action}/{sub...}": s.canI,
+		"GET /session/userinfo":                           s.userInfo,
+		"POST /reconcile":                                 s.reconcileAll,
 	}
 	for pattern, h := range api {
 		method, path, _ := strings.Cut(pattern, " ")

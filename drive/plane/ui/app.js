@@ -91,6 +91,8 @@ async function load() {
     const list = await get(api + '/applications');
     for (const a of list.items || []) apps.set(a.metadata.namespace + '/' + a.metadata.name, a);
     render();
+    // ?live=0 leaves the stream closed (a headless capture waits for the network to idle)
+    if (new URLSearchParams(location.search).get('live') === '0') return;
     const es = new EventSource(api + '/stream/applications?resourceVersion=' + encodeURIComponent(list.metadata.resourceVersion || ''));
     es.onmessage = (m) => {
       const ev = JSON.parse(m.data).result;
