@@ -35,7 +35,10 @@ type DiffResult struct {
 	Diff string
 	// Halt is set on the result of a CR that deliberately materializes nothing.
 	Halt *kinds.Halt
-	Err  error
+	// Live and Desired are the compared objects of an Updated result, masked as Diff is (the
+	// live object and the dry-run result), and the desired object of a Created one.
+	Live, Desired *unstructured.Unstructured
+	Err           error
 }
 
 // Drifted reports whether applying would change the cluster.
@@ -160,7 +163,8 @@ func (d *Differ) diffOne(ctx context.Context, obj *unstructured.Unstructured, fr
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", from, err))
 		}
-		return DiffResult{Object: ref, From: from, Manager: manager, Action: Updated, Diff: text}
+		return DiffResult{Object: ref, From: from, Manager: manager, Action: Updated, Diff: text,
+			Live: maskStringData(liveObj), Desired: maskStringData(merged)}
 	default:
 		return DiffResult{Object: ref, From: from, Manager: manager, Action: InSync}
 	}
@@ -202,7 +206,7 @@ func created(obj *unstructured.Unstructured, from, manager string) DiffResult {
 	if err != nil {
 		return DiffResult{Object: ref, From: from, Manager: manager, Action: Failed, Err: fmt.Errorf("%s: %w", from, err)}
 	}
-	return DiffResult{Object: ref, From: from, Manager: manager, Action: Created, Diff: text}
+	return DiffResult{Object: ref, From: from, Manager: manager, Action: Created, Diff: text, Desired: MaskSecret(obj)}
 }
 
 // unifiedDiff renders live (nil: absent) against desired as a unified diff of their YAML,

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/openuniverse/operator/drive/plane"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
@@ -63,6 +64,10 @@ type runOptions struct {
 	Git    gitclone.Options
 	GitOps gitops.Options
 	Drive  driveOptions
+	Plane  plane.Options
+
+	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
+	commits source.Source
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
@@ -91,6 +96,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Git.BindFlags(fs)
 	o.GitOps.BindFlags(fs)
 	o.Drive.BindFlags(fs)
+	o.Plane.BindFlags(fs, "") // off by default
 }
 
 func newRunCommand() *cobra.Command {
@@ -188,6 +194,13 @@ func run(o *runOptions) error {
 	if err := setupDriveLoops(mgr, o, nil, nil, log); err != nil {
 		return err
 	}
+	ctx := ctrl.SetupSignalHandler()
+	if o.Plane.Enabled() {
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch}
+		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
+			return err
+		}
+	}
 	if o.WebhookAddr != "0" && slices.Contains(o.Controllers, "gitops") {
 		if err := mgr.Add(&manager.Server{Name: "webhook", Server: hardenedServer(o.WebhookAddr, mux)}); err != nil {
 			return err
@@ -199,7 +212,7 @@ func run(o *runOptions) error {
 	}()
 	log.Info("starting operator", "version", version, "apiGroup", o.APIGroup, "namespace", o.Namespace,
 		"controllers", o.Controllers, "leaderElect", o.LeaderElect)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	log.Info("stopped")
@@ -276,6 +289,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	}
 	sweeper.Routes(mux, wh)
 	ready["gitops"] = sweeper.Ready(func() bool { return isClosed(mgr.Elected()) })
+	o.sweeper, o.commits = sweeper, src
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}

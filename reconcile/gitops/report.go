@@ -34,6 +34,9 @@ type Report struct {
 	// idle check found in sync are in-sync without an apply.
 	Results []reconcile.Result `json:"results,omitempty"`
 	Skips   []Skip             `json:"skips,omitempty"`
+	// Files names the file each planned object came from (the deploy plane's rollback
+	// commits there); not served.
+	Files map[reconcile.ObjRef]string `json:"-"`
 	// Error says why the sweep stopped early (head, snapshot); it applied
 	// nothing then, and retries on the next tick.
 	Error string `json:"error,omitempty"`

@@ -193,6 +193,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 		for _, it := range s.items {
 			files[reconcile.RefOf(it.Object)] = it.File
 		}
+		r.Files = files
 		logReport(log, &r, files)
 		s.emitEvents(&r)
 	}

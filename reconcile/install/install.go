@@ -260,6 +260,7 @@ var (
 //     read, create, patch and delete (the controllers prune children by owner uid);
 //   - Pods: read (a controller explains a workload stuck on its pods), create and delete
 //     (pre-flight pods), as for PersistentVolumeClaims and VolumeSnapshots (pre-flight clones);
+//   - ReplicaSets: read (the deploy plane's resource tree shows them between a Deployment and its Pods);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
 //   - Events (core and events.k8s.io): create and patch;
 //   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched).
@@ -314,6 +315,9 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 			rule(g, []string{"persistentvolumeclaims", "pods"}, verbsPreflight)
 			rule(g, []string{"events"}, verbsEvents)
 			rule(g, []string{"secrets"}, []string{"get"}) // an ImageUpdate's registry, git and signing Secrets
+		}
+		if g == "apps" {
+			rule(g, []string{"replicasets"}, verbsRead)
 		}
 	}
 	rule(upgrade.SnapshotGroup, []string{"volumesnapshots"}, verbsPreflight)

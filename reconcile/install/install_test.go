@@ -253,6 +253,7 @@ func TestClusterRole(t *testing.T) {
 		"pods":              {"/pods", []string{"get", "list", "watch", "create", "delete"}},
 		"clone claims":      {"/persistentvolumeclaims", []string{"get", "list", "watch", "create", "delete"}},
 		"volumesnapshots":   {"snapshot.storage.k8s.io/volumesnapshots", []string{"get", "list", "watch", "create", "delete"}},
+		"replicasets":       {"apps/replicasets", []string{"get", "list", "watch"}},
 		"crds":              {"apiextensions.k8s.io/customresourcedefinitions", []string{"get", "list", "watch", "create", "patch"}},
 		"events":            {"/events", []string{"create", "patch"}},
 		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/reconcile/install"
+	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/gitclone"
+)
+
+// planeDeps is what the plane needs from the process it runs in.
+type planeDeps struct {
+	APIGroup, Namespace string
+	// Sweeper is the git sweep of this process, nil when it runs none; Commits its source.
+	Sweeper *gitops.Sweeper
+	Commits source.Source
+	// LeaderElect or Standalone: a sweep request goes through the webhook relay (the
+	// leader's sweep watches it) instead of this process's trigger.
+	LeaderElect, Standalone bool
+	RepoURL, Branch         string
+}
+
+// setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
+// plane is enabled without an issuer (or discovery fails): never an open plane.
+func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeDeps, log logr.Logger) error {
+	auth, err := plane.NewAuthenticator(ctx, o.Auth, nil, nil)
+	if err != nil {
+		return fmt.Errorf("deploy plane: %w", err)
+	}
+	cfg := mgr.GetConfig()
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("deploy plane: write client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	relay := &gitops.Relay{Client: cs, Namespace: d.Namespace, Name: install.WebhookRelay, Now: time.Now}
+	sweep := func(ctx context.Context) error {
+		switch {
+		case d.Standalone:
+		case d.Sweeper == nil:
+			return plane.ErrNoSweep
+		case !d.LeaderElect:
+			d.Sweeper.Trigger().Fire()
+			return nil
+		}
+		return relay.Record(ctx) // the leader's sweep watches the relay
+	}
+	mapper := mgr.GetRESTMapper()
+	served := func(gvk schema.GroupVersionKind) bool {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}
+	var gitState plane.GitState
+	if d.Sweeper != nil {
+		gitState = sweepState{s: d.Sweeper, repoURL: d.RepoURL}
+	}
+	srv, err := plane.New(plane.Config{
+		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
+		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace,
+		Git: gitState, GitManager: reconcile.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
+		Differ:  crDiffer{d: &reconcile.Differ{Client: direct, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
+		Actions: &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
+		// GitWriter: the git write path (issue 12) is not on main yet; a rollback of a CR
+		// from git answers 501 naming the file to change.
+		Revisions:     revisionSource(d.Commits),
+		Version:       versionMessage(),
+		ServerVersion: serverVersion(cfg),
+		Metrics:       metrics.Registry,
+		Log:           log,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(srv)
+}
+
+// repoURL is the universe repository `operator run` follows, as a dashboard shows it.
+func repoURL(o *runOptions) string {
+	if o.Git.URL == "" && o.GitHub.Repository != "" {
+		return "https://github.com/" + o.GitHub.Repository
+	}
+	return o.Git.URL
+}
+
+func versionMessage() plane.VersionMessage {
+	return plane.VersionMessage{Version: version, GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, GitTreeState: "", BuildDate: ""}
+}
+
+func serverVersion(cfg *rest.Config) string {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return ""
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(v.GitVersion, "v")
+}
+
+// commitReader is a source that can describe a commit (the go-git clone).
+type commitReader interface {
+	Commit(rev string) (gitclone.Commit, error)
+}
+
+type commits struct{ r commitReader }
+
+func (c commits) Metadata(_ context.Context, rev string) (*plane.RevisionMetadata, error) {
+	cm, err := c.r.Commit(rev)
+	if err != nil {
+		return nil, err
+	}
+	at := metav1.NewTime(cm.When)
+	author := cm.Author
+	if cm.Email != "" {
+		author += " <" + cm.Email + ">"
+	}
+	return &plane.RevisionMetadata{Author: author, Date: &at, Message: cm.Message}, nil
+}
+
+// revisionSource describes commits of src when it can (nil otherwise: the route answers
+// from the application's history only).
+func revisionSource(src source.Source) plane.RevisionSource {
+	if r, ok := src.(commitReader); ok {
+		return commits{r: r}
+	}
+	return nil
+}
+
+// crDiffer is the plane's live diff: the builders and server-side dry-run of `operator diff`
+// over a CR read from the cache, children only (the CR itself is the application).
+type crDiffer struct{ d *reconcile.Differ }
+
+func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]plane.ChildDiff, error) {
+	clean := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(),
+		"metadata": map[string]any{"name": cr.GetName(), "namespace": cr.GetNamespace()}}}
+	if l := cr.GetLabels(); len(l) > 0 {
+		clean.SetLabels(l)
+	}
+	if spec, ok := cr.Object["spec"]; ok {
+		clean.Object["spec"] = spec
+	}
+	file := "cluster " + cr.GetKind() + "/" + cr.GetNamespace() + "/" + cr.GetName()
+	var out []plane.ChildDiff
+	for _, r := range c.d.Diff(ctx, []source.Object{{File: file, Doc: 1, Obj: clean}}) {
+		if r.Manager != reconcile.ManagerKinds {
+			continue // the CR itself, compared with itself
+		}
+		if r.Action == reconcile.Failed && r.Object.Kind == cr.GetKind() && r.Object.Name == cr.GetName() {
+			return nil, r.Err // the CR could not be built or read
+		}
+		gv, _ := schema.ParseGroupVersion(joinGV(r.Object.Group, r.Object.Version))
+		out = append(out, plane.ChildDiff{GVK: gv.WithKind(r.Object.Kind), Namespace: r.Object.Namespace, Name: r.Object.Name,
+			Live: r.Live, Target: r.Desired, Modified: r.Drifted(), Diff: r.Diff, Err: r.Err})
+	}
+	return out, nil
+}
+
+func joinGV(group, version string) string {
+	if group == "" {
+		return version
+	}
+	return group + "/" + version
+}
+
+// sweepState answers from the sweep's last report: the revision, this CR's outcome and file.
+type sweepState struct {
+	s       *gitops.Sweeper
+	repoURL string
+}
+
+func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) *plane.GitRecord {
+	r := g.s.Last()
+	if r == nil {
+		return nil
+	}
+	for _, res := range r.Results {
+		o := res.Object
+		if o.Group == gvk.Group && o.Kind == gvk.Kind && o.Namespace == namespace && o.Name == name {
+			return &plane.GitRecord{RepoURL: g.repoURL, Revision: r.Revision, File: r.Files[o], Action: string(res.Action), Message: res.Message}
+		}
+	}
+	return nil
+}
+
+// deployPlaneOptions configures `operator deploy-plane`.
+type deployPlaneOptions struct {
+	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
+	RepoURL                                                string
+	Plane                                                  plane.Options
+}
+
+// newDeployPlaneCommand returns `operator deploy-plane`: the plane alone, over its own caches,
+// for running it apart from the controllers (more replicas, another network policy).
+func newDeployPlaneCommand() *cobra.Command {
+	o := &deployPlaneOptions{}
+	cmd := &cobra.Command{
+		Use:   "deploy-plane",
+		Short: "Serve the /v1/deploy plane (Argo CD API dialect) alone, from its own caches",
+		Long: "Serve the fleet as a CD dashboard sees it: applications (one per universe CR), their\n" +
+			"resource trees, health, sync, live diff and history, streams, and the admin-only sync,\n" +
+			"rollback and reconcile. Identity comes only from tokens of --deploy-plane-oidc-issuer;\n" +
+			"without an issuer the command refuses to start. A sync of a CR from git asks the\n" +
+			"leader's sweep through the webhook relay ConfigMap.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDeployPlane(o) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe Kinds.")
+	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace of the operator (its webhook relay ConfigMap).")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
+	fs.StringVar(&o.RepoURL, "git-url", "", "URL of the universe repository, shown as the source of CRs that came from git.")
+	o.Plane.BindFlags(fs, ":8090")
+	return cmd
+}
+
+func runDeployPlane(o *deployPlaneOptions) error {
+	level := zapcore.InfoLevel
+	if err := level.Set(o.LogLevel); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.Level(level)))
+	if !o.Plane.Enabled() {
+		return errors.New("--deploy-plane-bind-address is empty: nothing to serve")
+	}
+	if err := o.Plane.Auth.Validate(); err != nil {
+		return err
+	}
+	cfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := kruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := kinds.AddToScheme(scheme, o.APIGroup); err != nil {
+		return fmt.Errorf("--api-group: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: "0", LeaderElection: false})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.RepoURL}
+	if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+var _ manager.Runnable = (*plane.Server)(nil)

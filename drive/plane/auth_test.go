@@ -1,0 +1,226 @@
+package plane_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
+)
+
+const audience = "deploy-dashboard"
+
+func newIssuer(t *testing.T) *testbed.OIDCIssuer {
+	t.Helper()
+	iss, err := testbed.NewOIDCIssuer(audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(iss.Close)
+	return iss
+}
+
+func authOptions(iss *testbed.OIDCIssuer) plane.AuthOptions {
+	o := plane.DefaultAuthOptions()
+	o.Issuer, o.Audience = iss.URL, audience
+	return o
+}
+
+func newAuth(t *testing.T, iss *testbed.OIDCIssuer) *plane.Authenticator {
+	t.Helper()
+	a, err := plane.NewAuthenticator(context.Background(), authOptions(iss), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// unreadable is a cache reader for tests that never reach a read.
+type unreadable struct{}
+
+var errNoRead = errors.New("this test reads nothing")
+
+func (unreadable) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errNoRead
+}
+func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNoRead
+}
+
+// offlineServer is a plane whose routes fail at any read: enough for authentication.
+func offlineServer(t *testing.T, a *plane.Authenticator) *plane.Server {
+	t.Helper()
+	s, err := plane.New(plane.Config{Options: plane.DefaultOptions(), Auth: a, Reader: unreadable{}, Scheme: runtime.NewScheme(),
+		Registry: kinds.Builtin(), APIGroup: "hanzo.ai", Served: func(schema.GroupVersionKind) bool { return false },
+		Version: plane.VersionMessage{Version: "test"}, Metrics: prometheus.NewRegistry(), Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func do(t *testing.T, h http.Handler, method, path, token string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Result(), rec.Body.Bytes()
+}
+
+func TestNoIssuerRefusesToStart(t *testing.T) {
+	if _, err := plane.New(plane.Config{Reader: unreadable{}, Scheme: runtime.NewScheme(), Served: func(schema.GroupVersionKind) bool { return false }}); err == nil {
+		t.Fatal("a plane without an authenticator started")
+	}
+	o := plane.DefaultAuthOptions()
+	o.Audience = audience
+	if _, err := plane.NewAuthenticator(context.Background(), o, nil, nil); err == nil || !strings.Contains(err.Error(), "oidc-issuer") {
+		t.Fatalf("no issuer: got %v, want an error naming the flag", err)
+	}
+	iss := newIssuer(t)
+	o = authOptions(iss)
+	o.Audience = ""
+	if _, err := plane.NewAuthenticator(context.Background(), o, nil, nil); err == nil {
+		t.Fatal("no audience accepted")
+	}
+	o = authOptions(iss)
+	o.Issuer = iss.URL + "/elsewhere"
+	if _, err := plane.NewAuthenticator(context.Background(), o, nil, nil); err == nil {
+		t.Fatal("an issuer without discovery accepted")
+	}
+}
+
+func TestTokensThatMustNotAuthenticate(t *testing.T) {
+	iss := newIssuer(t)
+	other := newIssuer(t)
+	h := offlineServer(t, newAuth(t, iss)).Handler()
+	admin := map[string]any{"sub": "root", "aud": audience, "groups": []string{"admin"}}
+	with := func(extra map[string]any) map[string]any {
+		c := map[string]any{}
+		for k, v := range admin {
+			c[k] = v
+		}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	// forged: the other issuer's key, our issuer's name
+	forged := other.Token(with(map[string]any{"iss": iss.URL}))
+	cases := map[string]string{
+		"none":           "",
+		"expired":        iss.Token(with(map[string]any{"exp": time.Now().Add(-time.Minute).Unix(), "iat": time.Now().Add(-time.Hour).Unix()})),
+		"wrong audience": iss.Token(with(map[string]any{"aud": "someone-else"})),
+		"alg none":       iss.UnsignedToken(admin),
+		"unsigned":       strings.Join(strings.Split(iss.Token(admin), ".")[:2], ".") + ".",
+		"forged key":     forged,
+		"other issuer":   other.Token(admin),
+		"garbage":        "not-a-jwt",
+	}
+	for name, tok := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, path := range []string{"/v1/deploy/api/version", "/v1/deploy/api/v1/applications", "/v1/deploy/api/v1/account/can-i/applications/get/*"} {
+				res, body := do(t, h, http.MethodGet, path, tok)
+				if res.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("%s: status %d, want 401 (%s)", path, res.StatusCode, body)
+				}
+				var e plane.ErrorBody
+				if err := json.Unmarshal(body, &e); err != nil || e.Code != 16 || e.Message == "" {
+					t.Fatalf("%s: error body %s, want the gateway shape with code 16", path, body)
+				}
+				if strings.Contains(string(body), "expired") || strings.Contains(string(body), "audience") {
+					t.Fatalf("the reason leaked into the response: %s", body)
+				}
+			}
+		})
+	}
+	// a token in the query string is never read
+	res, _ := do(t, h, http.MethodGet, "/v1/deploy/api/version?token="+iss.Token(admin)+"&access_token="+iss.Token(admin), "")
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("token in the URL: status %d, want 401", res.StatusCode)
+	}
+	// and the valid one passes
+	res, body := do(t, h, http.MethodGet, "/v1/deploy/api/version", iss.Token(admin))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("valid token: %d %s", res.StatusCode, body)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil || v["Version"] != "test" {
+		t.Fatalf("version body %s: want capitalised keys", body)
+	}
+}
+
+func TestCanIFromTheOnePredicate(t *testing.T) {
+	iss := newIssuer(t)
+	h := offlineServer(t, newAuth(t, iss)).Handler()
+	admin := iss.Token(map[string]any{"sub": "root", "aud": audience, "groups": "admin"})
+	member := iss.Token(map[string]any{"sub": "ann", "aud": audience, "org": "acme", "groups": []string{"dev"}})
+	noOrg := iss.Token(map[string]any{"sub": "nobody", "aud": audience})
+	cases := []struct {
+		token, path, want string
+		code              int
+	}{
+		{admin, "applications/sync/acme/web", "yes", 200},
+		{admin, "applications/rollback/default/demo/web", "yes", 200},
+		{member, "applications/get/acme/web", "yes", 200},
+		{member, "applications/get/acme/demo/web", "yes", 200},
+		{member, "applications/get/other/web", "no", 200},
+		{member, "applications/sync/acme/web", "no", 200},
+		{member, "applications/rollback/acme/web", "no", 200},
+		{member, "applications/action/acme/web", "no", 200},
+		{member, "projects/get/acme", "yes", 200},
+		{member, "projects/get/other", "no", 200},
+		{member, "clusters/get/*", "yes", 200},
+		{member, "exec/create/acme/web", "no", 200},
+		{noOrg, "applications/get/default/web", "no", 200},
+		{admin, "applications/fly/x", "", 400},
+		{member, "rockets/get/x", "", 400},
+	}
+	for _, c := range cases {
+		res, body := do(t, h, http.MethodGet, "/v1/deploy/api/v1/account/can-i/"+c.path, c.token)
+		if res.StatusCode != c.code {
+			t.Fatalf("%s: status %d, want %d (%s)", c.path, res.StatusCode, c.code, body)
+		}
+		if c.code != 200 {
+			continue
+		}
+		var r plane.CanIResponse
+		if err := json.Unmarshal(body, &r); err != nil || r.Value != c.want {
+			t.Fatalf("%s: %s, want %q", c.path, body, c.want)
+		}
+	}
+}
+
+func TestIdentityFromClaims(t *testing.T) {
+	o := plane.DefaultAuthOptions()
+	cases := []struct {
+		claims map[string]any
+		want   plane.Identity
+	}{
+		{map[string]any{"sub": "a", "groups": []any{"dev", "admin"}}, plane.Identity{Subject: "a", Name: "a", Admin: true}},
+		{map[string]any{"sub": "a", "groups": "admin", "email": "a@x"}, plane.Identity{Subject: "a", Name: "a@x", Admin: true}},
+		{map[string]any{"sub": "b", "org": " acme ", "groups": []any{"administrators"}}, plane.Identity{Subject: "b", Name: "b", Org: "acme"}},
+		{map[string]any{"sub": "c", "org": 7}, plane.Identity{Subject: "c", Name: "c"}},
+		{map[string]any{"sub": "d", "preferred_username": "dee", "groups": []any{1, "admin"}}, plane.Identity{Subject: "d", Name: "dee", Admin: true}},
+	}
+	for _, c := range cases {
+		if got := plane.IdentityFromClaims(c.claims, o); got != c.want {
+			t.Errorf("%v: got %+v, want %+v", c.claims, got, c.want)
+		}
+	}
+}
