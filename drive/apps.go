@@ -238,7 +238,7 @@ func (a *Apps) join(ctx context.Context, r Row) (*appsv1.Deployment, *unstructur
 	}
 	owner := metav1.GetControllerOf(dep)
 	if owner == nil {
-		return dep, nil, fmt.Errorf("Deployment %s/%s runs %s but no universe CR controls it; drive never writes a Deployment", ns, dep.Name, r.Registry)
+		return dep, nil, fmt.Errorf("the Deployment %s/%s runs %s but no universe CR controls it; drive never writes a Deployment", ns, dep.Name, r.Registry)
 	}
 	cr := &unstructured.Unstructured{}
 	cr.SetAPIVersion(owner.APIVersion)

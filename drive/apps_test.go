@@ -224,7 +224,7 @@ func TestAppsDriveGates(t *testing.T) {
 		owned := false
 		for _, mf := range live.GetManagedFields() {
 			if mf.Manager == drive.ManagerDrive && mf.Operation == metav1.ManagedFieldsOperationApply &&
-				strings.Contains(string(mf.FieldsV1.Raw), `"f:tag"`) {
+				strings.Contains(mf.FieldsV1.GetRawString(), `"f:tag"`) {
 				owned = true
 			}
 		}

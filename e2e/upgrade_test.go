@@ -117,7 +117,7 @@ func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 		return str(s, "upgrade", "phase") == "Rolling" && anchor != "", fmt.Sprint(s["upgrade"])
 	})
 	op.stop(syscall.SIGKILL)
-	op = run()
+	run() // the restarted operator; its cleanup stops it
 	// The restarted operator keeps the soak anchor it finds (never re-soaks from scratch nor
 	// credits time it did not see healthy).
 	time.Sleep(3 * time.Second)

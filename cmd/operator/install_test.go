@@ -288,7 +288,7 @@ func TestInstallPrintAccepted(t *testing.T) {
 		t.Fatalf("first object %s, want the Namespace", rest[0].GetKind())
 	}
 	for _, o := range rest[1:] {
-		if err := c.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
 			t.Errorf("server-side dry-run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}

@@ -75,7 +75,7 @@ func installCRDs(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	for _, crd := range crds {
-		if err := c.Patch(context.Background(), crd, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+		if err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("test"), client.ForceOwnership); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -77,7 +77,7 @@ func TestWorseOrder(t *testing.T) {
 	for i := range order {
 		for j := range order {
 			if Worse(order[i], order[j]) != (i > j) {
-				t.Errorf("Worse(%s, %s) = %v", order[i], order[j], !(i > j))
+				t.Errorf("Worse(%s, %s) = %v", order[i], order[j], i <= j)
 			}
 		}
 	}

@@ -113,7 +113,7 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.OS != "linux" || cf.Architecture != "amd64" || !cf.Created.Time.Equal(created) {
+	if cf.OS != "linux" || cf.Architecture != "amd64" || !cf.Created.Equal(created) {
 		t.Errorf("platform %s/%s created %s", cf.OS, cf.Architecture, cf.Created)
 	}
 	c := cf.Config

@@ -316,12 +316,11 @@ func Image(binary, certs []byte, m Meta) (v1.Image, error) {
 func rootfs(binary, certs []byte, mtime time.Time) (v1.Layer, error) {
 	const root, nonroot = 0, 65532
 	type entry struct {
-		name     string
-		mode     int64
-		uid      int
-		data     []byte
-		dir      bool
-		typeflag byte
+		name string
+		mode int64
+		uid  int
+		data []byte
+		dir  bool
 	}
 	entries := []entry{
 		{name: "etc/", mode: 0o755, dir: true},

@@ -99,7 +99,7 @@ func TestSweeperReady(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- mgr.Start(ctx) }()
-			defer func() { cancel(); <-done }()
+			defer func() { cancel(); <-done }() //nolint:errcheck // the manager's exit error is not this test's subject
 
 			<-mgr.Elected()
 			for range 10 { // the sweep has started and is held at Head

@@ -132,7 +132,7 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if base.User != nil {
 		return nil, errors.New("github api url must not embed credentials: use the token file")
 	}
-	if base.Scheme != "https" && !(base.Scheme == "http" && source.Loopback(base.Hostname())) {
+	if base.Scheme != "https" && (base.Scheme != "http" || !source.Loopback(base.Hostname())) {
 		return nil, errors.New("github api url must be https (plain http only to a loopback host)")
 	}
 	if !strings.HasSuffix(base.Path, "/") {

@@ -267,7 +267,7 @@ func (r *Reconciler) secret(ctx context.Context, ns, name string) (*corev1.Secre
 	s := &corev1.Secret{}
 	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Secret %s/%s not found", ns, name)
+			return nil, fmt.Errorf("the Secret %s/%s is not found", ns, name)
 		}
 		return nil, fmt.Errorf("read Secret %s/%s: %w", ns, name, err)
 	}
@@ -280,11 +280,11 @@ func (r *Reconciler) secretKey(ctx context.Context, ns, name, key, typ string) (
 		return nil, err
 	}
 	if typ != "" && string(s.Type) != typ {
-		return nil, fmt.Errorf("Secret %s/%s is of type %s, want %s", ns, name, s.Type, typ)
+		return nil, fmt.Errorf("the Secret %s/%s is of type %s, want %s", ns, name, s.Type, typ)
 	}
 	v, ok := s.Data[key]
 	if !ok || len(v) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has no key %s", ns, name, key)
+		return nil, fmt.Errorf("the Secret %s/%s has no key %s", ns, name, key)
 	}
 	return v, nil
 }
@@ -297,7 +297,7 @@ func (r *Reconciler) gitCredentials(ctx context.Context, ns, name string) (*GitC
 	c := &GitCredentials{Username: strings.TrimSpace(string(s.Data["username"])), Token: source.NewToken(strings.TrimSpace(string(s.Data["token"]))),
 		SSHKey: s.Data["identity"], KnownHosts: s.Data["known_hosts"]}
 	if c.Token.IsZero() && len(c.SSHKey) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has neither key token nor identity", ns, name)
+		return nil, fmt.Errorf("the Secret %s/%s has neither key token nor identity", ns, name)
 	}
 	return c, nil
 }

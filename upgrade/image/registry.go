@@ -85,7 +85,7 @@ func (r *Registry) ListTags(ctx context.Context, repository string, creds *Crede
 		base = http.DefaultTransport
 	}
 	guard := &guardTransport{base: base, insecure: insecure}
-	var auth authn.Authenticator = authn.Anonymous
+	auth := authn.Anonymous
 	if creds != nil && creds.Username != "" {
 		auth = &authn.Basic{Username: creds.Username, Password: creds.Password.Reveal()}
 	}
