@@ -8,6 +8,8 @@ VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null | sed -
 LDFLAGS := -X main.version=$(VERSION)
 # Where hack/build-controlplane.sh caches etcd, kube-apiserver, … (outside the checkout).
 export CONTROLPLANE_BIN_DIR ?= $(shell hack/build-controlplane.sh --dir)
+# envtest's kube-apiserver gets more than its default 20 s to start on a loaded 2-core machine.
+export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 120s
 GO_TEST ?= go test
 TEST_FLAGS ?= -timeout 40m -count=1
 PKG ?= ./...
