@@ -314,7 +314,6 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 			// its clone claims
 			rule(g, []string{"persistentvolumeclaims", "pods"}, verbsPreflight)
 			rule(g, []string{"events"}, verbsEvents)
-			rule(g, []string{"secrets"}, []string{"get"}) // an ImageUpdate's registry, git and signing Secrets
 		}
 		if g == "apps" {
 			rule(g, []string{"replicasets"}, verbsRead)
@@ -565,6 +564,7 @@ func tenantRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{drive.DefaultTenantOptions().ClusterRole}, Verbs: []string{"bind"}},
+		// get also serves an ImageUpdate's registry, git and signing Secrets (never listed or watched)
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}},
 	}
 }

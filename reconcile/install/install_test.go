@@ -258,7 +258,7 @@ func TestClusterRole(t *testing.T) {
 		"events":            {"/events", []string{"create", "patch"}},
 		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
 		"no leases cluster": {"coordination.k8s.io/leases", nil},
-		"secrets":           {"/secrets", []string{"get"}},
+		"secrets":           {"/secrets", []string{"get", "create", "patch"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
