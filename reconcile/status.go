@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +76,13 @@ func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status,
 	if err := json.Unmarshal(raw, &status); err != nil {
 		return nil, err
 	}
+	// A Kind whose status schema has no such field (Ingress, legacy HanzoDNS, LuxRuntime…)
+	// would refuse the whole apply: write only the fields the CR's own status declares.
+	for _, field := range []string{"readyReplicas", "restarts"} {
+		if !statusDeclares(cr, field) {
+			delete(status, field)
+		}
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
 	u.SetAPIVersion(metav1.GroupVersion{Group: gvk.Group, Version: gvk.Version}.String())
 	u.SetKind(gvk.Kind)
@@ -127,4 +136,43 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 		r.Recorder.Eventf(cr, nil, typ, after.Reason, ActionReconcile, "%s", after.Message)
 	}
 	return nil
+}
+
+// statusDeclares reports whether the typed CR's Status struct (inlined structs included)
+// has a field whose JSON name is name.
+func statusDeclares(cr any, name string) bool {
+	t := reflect.TypeOf(cr)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return true // not a typed CR: keep the field
+	}
+	st, ok := t.FieldByName("Status")
+	if !ok {
+		return true
+	}
+	return declares(st.Type, name)
+}
+
+func declares(t reflect.Type, name string) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return true
+		}
+		if (tag == "" && f.Anonymous) || strings.Contains(f.Tag.Get("json"), ",inline") {
+			if declares(f.Type, name) {
+				return true
+			}
+		}
+	}
+	return false
 }

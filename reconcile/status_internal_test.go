@@ -127,3 +127,23 @@ func TestStatusWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusDeclares: the status write keeps only the fields a Kind's status schema has
+// (an SSA of an undeclared field fails the whole write).
+func TestStatusDeclares(t *testing.T) {
+	for _, c := range []struct {
+		cr    any
+		field string
+		want  bool
+	}{
+		{&v1.Service{}, "readyReplicas", true},
+		{&v1.Ingress{}, "readyReplicas", false},
+		{&v1.LuxRuntime{}, "readyReplicas", false},
+		{&v1.Ingress{}, "observedGeneration", true},
+		{&v1.Service{}, "noSuchField", false},
+	} {
+		if got := statusDeclares(c.cr, c.field); got != c.want {
+			t.Errorf("statusDeclares(%T, %s) = %v, want %v", c.cr, c.field, got, c.want)
+		}
+	}
+}
