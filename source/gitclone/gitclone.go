@@ -96,17 +96,9 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if o.URL == "" {
 		return nil, errors.New("git url is empty")
 	}
-	ep, err := transport.NewEndpoint(o.URL)
+	ep, err := endpoint(o.URL)
 	if err != nil {
-		// The value is not echoed: a mistyped url may carry credentials.
-		return nil, errors.New("git url does not parse")
-	}
-	if ep.Password != "" {
-		return nil, errors.New("git url must not embed a password: use the token file")
-	}
-	if (ep.Protocol == "http" || ep.Protocol == "https") && ep.User != "" {
-		// A token pasted as the user name travels in every request and every log line.
-		return nil, errors.New("git url must not embed a user name: set --git-username, and the token in the token file")
+		return nil, err
 	}
 	if o.Branch == "" {
 		return nil, errors.New("git branch is empty")
@@ -411,4 +403,22 @@ func (s *Source) display() string {
 	ep := *s.ep
 	ep.User, ep.Password = "", ""
 	return ep.String()
+}
+
+// endpoint parses a git URL for reading and for writing alike, refusing the URLs that would
+// carry a credential: an embedded password, or a user name over http(s).
+func endpoint(url string) (*transport.Endpoint, error) {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		// The value is not echoed: a mistyped url may carry credentials.
+		return nil, errors.New("git url does not parse")
+	}
+	if ep.Password != "" {
+		return nil, errors.New("git url must not embed a password: use the token file")
+	}
+	if (ep.Protocol == "http" || ep.Protocol == "https") && ep.User != "" {
+		// A token pasted as the user name travels in every request and every log line.
+		return nil, errors.New("git url must not embed a user name: set --git-username, and the token in the token file")
+	}
+	return ep, nil
 }

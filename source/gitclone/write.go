@@ -62,12 +62,9 @@ func NewWriter(creds source.Credentials, o WriterOptions) (*Writer, error) {
 	if o.URL == "" {
 		return nil, errors.New("git url is empty")
 	}
-	ep, err := transport.NewEndpoint(o.URL)
+	ep, err := endpoint(o.URL) // the read path's checks: no credential in the URL
 	if err != nil {
-		return nil, errors.New("git url does not parse") // not echoed: it may carry credentials
-	}
-	if ep.Password != "" {
-		return nil, errors.New("git url must not embed a password: use a token")
+		return nil, err
 	}
 	if source.NoCredentials(creds) {
 		creds = nil
