@@ -60,6 +60,7 @@ func upgradeCR(name, image string, policy map[string]any, extra map[string]any) 
 
 type upView struct {
 	lastGood, phase, target, deployImage string
+	rv                                   string   // the CR's resourceVersion when read
 	history                              []string // results
 	conditions                           map[string]string
 }
@@ -74,7 +75,7 @@ func view(ctx context.Context, c client.Client, name string) (upView, error) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: name}, cr); err != nil {
 		return upView{}, err
 	}
-	v := upView{conditions: map[string]string{}}
+	v := upView{conditions: map[string]string{}, rv: cr.GetResourceVersion()}
 	v.lastGood, _, _ = unstructured.NestedString(cr.Object, "status", "lastGoodImage")
 	v.phase, _, _ = unstructured.NestedString(cr.Object, "status", "upgrade", "phase")
 	v.target, _, _ = unstructured.NestedString(cr.Object, "status", "upgrade", "targetImage")
@@ -254,7 +255,13 @@ func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[strin
 		setImage(ctx, t, c, crs["happy"], v2)
 		v := await(t, "happy", "pre-flighting", func(v upView) bool { return v.phase == "Preflighting" || v.phase == "Rolling" || v.lastGood == v2 })
 		if v.phase == "Preflighting" && v.deployImage != v1 {
-			t.Errorf("production moved to %s while pre-flighting", v.deployImage)
+			// The reconcile that ends pre-flight applies the Deployment first and writes
+			// status (phase Rolling) last, so a reader can land between the two writes.
+			// Production moving under a status that stays Preflighting is the violation.
+			time.Sleep(2 * time.Second)
+			if again, err := view(ctx, c, "happy"); err == nil && again.rv == v.rv {
+				t.Errorf("production moved to %s while pre-flighting (status unchanged for 2s: %s)", v.deployImage, again)
+			}
 		}
 		await(t, "happy", "succeeded", func(v upView) bool { return v.lastGood == v2 && v.phase == "" })
 		v = await(t, "happy", "history", func(v upView) bool { return slices.Equal(v.history, []string{"Succeeded"}) && v.deployImage == v2 })
