@@ -13,6 +13,9 @@ export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 120s
 GO_TEST ?= go test
 TEST_FLAGS ?= -timeout 40m -count=1
 PKG ?= ./...
+# RUN narrows a target to the tests matching a regexp: make test PKG=./reconcile/ RUN=TestUpgrade
+RUN ?=
+RUN_FLAG := $(if $(RUN),-run '$(RUN)')
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,10 +35,10 @@ controlplane: ## Build the local control-plane binaries into the cache (idempote
 	hack/build-controlplane.sh
 
 test: controlplane ## Run every test: unit, integration on a real apiserver, e2e
-	$(GO_TEST) $(TEST_FLAGS) $(PKG)
+	$(GO_TEST) $(TEST_FLAGS) $(RUN_FLAG) $(PKG)
 
 test-unit: ## Run the tests that need no apiserver (fast)
-	$(GO_TEST) -short -count=1 $(PKG)
+	$(GO_TEST) -short -count=1 $(RUN_FLAG) $(PKG)
 
 e2e: controlplane build ## Run the end-to-end suite only
 	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
