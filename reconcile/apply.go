@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,28 +72,14 @@ type Result struct {
 type Applier struct {
 	Client      client.Client
 	Manager     string
-	Concurrency int // objects applied at once; 0 means 4
+	Concurrency int // objects applied at once; 0 means DefaultConcurrency
 }
 
 // Apply applies objs and returns one Result per object, in the order given. Each object
 // costs a get and a server-side dry-run; only drifted or new objects are then applied.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) []Result {
 	results := make([]Result, len(objs))
-	limit := a.Concurrency
-	if limit <= 0 {
-		limit = 4
-	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i, obj := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = a.applyOne(ctx, obj)
-		}()
-	}
-	wg.Wait()
+	FanOut(len(objs), a.Concurrency, func(i int) { results[i] = a.applyOne(ctx, objs[i]) })
 	return results
 }
 

@@ -49,7 +49,7 @@ func (r DiffResult) Drifted() bool { return r.Action == Created || r.Action == U
 type Differ struct {
 	Client      client.Client
 	Renderer    Renderer
-	Concurrency int // input objects compared at once; 0 means 4
+	Concurrency int // input objects compared at once; 0 means DefaultConcurrency
 }
 
 // Diff compares every object of objs with the cluster and returns the results in input
@@ -58,23 +58,9 @@ type Differ struct {
 // does not exist yet they are all reported as Created without a dry-run (the apiserver
 // refuses owner references without a uid).
 func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
-	limit := d.Concurrency
-	if limit <= 0 {
-		limit = 4
-	}
 	ns := &namespaceCache{known: map[string]bool{}}
 	each := make([][]DiffResult, len(objs))
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i, o := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			each[i] = d.diffObject(ctx, o, ns)
-		}()
-	}
-	wg.Wait()
+	FanOut(len(objs), d.Concurrency, func(i int) { each[i] = d.diffObject(ctx, objs[i], ns) })
 	var out []DiffResult
 	for _, rs := range each {
 		out = append(out, rs...)

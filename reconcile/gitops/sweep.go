@@ -392,9 +392,7 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]reconcile.Re
 // applyRange applies the stale items concurrently; one failure never stops
 // the others.
 func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, results []reconcile.Result) int {
-	sem := make(chan struct{}, s.workers)
-	var wg sync.WaitGroup
-	n := 0
+	var todo []int
 	for i, it := range items {
 		ref := reconcile.RefOf(it.Object)
 		switch {
@@ -408,21 +406,15 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 			results[i] = reconcile.Result{Object: ref, Action: reconcile.Failed, Err: err, Message: err.Error()}
 			continue
 		}
-		n++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = s.applyOne(ctx, it)
-		}()
+		todo = append(todo, i)
 	}
-	wg.Wait()
+	reconcile.FanOut(len(todo), s.workers, func(k int) { results[todo[k]] = s.applyOne(ctx, items[todo[k]]) })
 	for i, it := range items {
 		if stale[i] && it.mapping != nil && (apierrors.IsNotFound(results[i].Err) || meta.IsNoMatchError(results[i].Err)) {
 			it.mapping = nil // the kind went away (its CRD was deleted?): resolve it again next sweep
 		}
 	}
-	return n
+	return len(todo)
 }
 
 // applyOne applies one object with a single request when the watch knows
