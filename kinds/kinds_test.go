@@ -118,3 +118,26 @@ func unstructuredString(obj map[string]any, fields ...string) (string, bool, err
 	img, _ := cs[0].(map[string]any)["image"].(string)
 	return img, true, nil
 }
+
+// The canonical placement of the Registry serves exactly the Kinds of kinds/v1, each in the
+// family v1.Kinds declares (the one Kind→Family table).
+func TestCanonicalEntriesFollowV1Kinds(t *testing.T) {
+	reg := kinds.Builtin()
+	want := map[string]kinds.Family{}
+	for _, k := range v1.Kinds() {
+		want[k.Name] = k.Family
+		e, ok := reg[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: k.Name}]
+		if !ok {
+			t.Errorf("%s: no canonical Registry entry", k.Name)
+			continue
+		}
+		if e.Family != k.Family {
+			t.Errorf("%s: Registry family %s, kinds/v1 declares %s", k.Name, e.Family, k.Family)
+		}
+	}
+	for ref := range reg {
+		if _, ok := want[ref.Kind]; ref.Placement == kinds.PlacementCanonical && !ok {
+			t.Errorf("%s: canonical entry for a Kind kinds/v1 does not declare", ref.Kind)
+		}
+	}
+}

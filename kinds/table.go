@@ -20,7 +20,6 @@ import (
 //nolint:funlen // one line per Kind
 func Builtin() Registry {
 	const (
-		canon  = PlacementCanonical
 		legacy = PlacementV1alpha1
 		hipera = PlacementHIP
 		luxfi  = PlacementLuxNetwork
@@ -30,35 +29,35 @@ func Builtin() Registry {
 	)
 	return newRegistry(
 		// The Service shape: Service and the Service-backed facades.
-		serviceEntry(canon, "Service", uni, newOf[v1.Service], func(cr *v1.Service) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "IAM", uni, newOf[v1.IAM], func(cr *v1.IAM) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "KMS", uni, newOf[v1.KMS], func(cr *v1.KMS) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "LLM", uni, newOf[v1.LLM], func(cr *v1.LLM) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "Queue", uni, newOf[v1.Queue], func(cr *v1.Queue) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "Observability", uni, newOf[v1.Observability], func(cr *v1.Observability) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "Function", uni, newOf[v1.Function], func(cr *v1.Function) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "Indexer", chain, newOf[v1.Indexer], func(cr *v1.Indexer) *v1.ServiceSpec { return &cr.Spec }),
-		serviceEntry(canon, "Explorer", chain, newOf[v1.Explorer], func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }),
-		entry(canon, "SPA", uni, newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
-		withServiceSpec(entry(canon, "App", uni, newOf[v1.App], buildApp, appOwns...), appServiceSpec),
+		serviceEntry("Service", newOf[v1.Service], func(cr *v1.Service) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("IAM", newOf[v1.IAM], func(cr *v1.IAM) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("KMS", newOf[v1.KMS], func(cr *v1.KMS) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("LLM", newOf[v1.LLM], func(cr *v1.LLM) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("Queue", newOf[v1.Queue], func(cr *v1.Queue) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("Observability", newOf[v1.Observability], func(cr *v1.Observability) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("Function", newOf[v1.Function], func(cr *v1.Function) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("Indexer", newOf[v1.Indexer], func(cr *v1.Indexer) *v1.ServiceSpec { return &cr.Spec }),
+		serviceEntry("Explorer", newOf[v1.Explorer], func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }),
+		canonical("SPA", newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
+		withServiceSpec(canonical("App", newOf[v1.App], buildApp, appOwns...), appServiceSpec),
 
 		// The datastore shape: the Kind (or field) fixes the engine, never spec.type.
-		entry(canon, "SQL", uni, newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
+		canonical("SQL", newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
 			return buildDatastore(o, &cr.Spec.DBSpec, v1.EnginePostgreSQL, cr.Labels)
 		}, datastoreOwns...),
-		entry(canon, "KV", uni, newOf[v1.KV], func(cr *v1.KV, o owner) (built, error) {
+		canonical("KV", newOf[v1.KV], func(cr *v1.KV, o owner) (built, error) {
 			return buildDatastore(o, &cr.Spec.DBSpec, v1.EngineValkey, cr.Labels)
 		}, datastoreOwns...),
-		entry(canon, "DocDB", uni, newOf[v1.DocDB], func(cr *v1.DocDB, o owner) (built, error) {
+		canonical("DocDB", newOf[v1.DocDB], func(cr *v1.DocDB, o owner) (built, error) {
 			return buildDatastore(o, &cr.Spec.DBSpec, v1.EngineDocDB, cr.Labels)
 		}, datastoreOwns...),
-		entry(canon, "S3", uni, newOf[v1.S3], func(cr *v1.S3, o owner) (built, error) {
+		canonical("S3", newOf[v1.S3], func(cr *v1.S3, o owner) (built, error) {
 			return buildDatastore(o, &cr.Spec.DBSpec, v1.EngineS3, cr.Labels)
 		}, datastoreOwns...),
-		entry(canon, "Datastore", uni, newOf[v1.Datastore], func(cr *v1.Datastore, o owner) (built, error) {
+		canonical("Datastore", newOf[v1.Datastore], func(cr *v1.Datastore, o owner) (built, error) {
 			return buildDatastore(o, &cr.Spec.DBSpec, cr.Engine(), cr.Labels)
 		}, datastoreOwns...),
-		entry(canon, "ManagedDatabase", uni, newOf[v1.ManagedDatabase], func(cr *v1.ManagedDatabase, o owner) (built, error) {
+		canonical("ManagedDatabase", newOf[v1.ManagedDatabase], func(cr *v1.ManagedDatabase, o owner) (built, error) {
 			engine := cr.Spec.Engine
 			if engine == "" {
 				engine = v1.EnginePostgreSQL
@@ -67,31 +66,31 @@ func Builtin() Registry {
 		}, datastoreOwns...),
 
 		// The edge.
-		entry(canon, "Ingress", uni, newOf[v1.Ingress], func(cr *v1.Ingress, o owner) (built, error) { return buildIngressKind(o, &cr.Spec) }, gvkIngress),
-		entry(canon, "Gateway", uni, newOf[v1.Gateway], func(cr *v1.Gateway, o owner) (built, error) { return buildGateway(o, &cr.Spec) }, gatewayOwns...),
-		entry(canon, "DNS", uni, newOf[v1.DNS], func(cr *v1.DNS, o owner) (built, error) { return buildDNS(o, &cr.Spec) }, deploymentSvcOwns...),
-		entry(canon, "Base", uni, newOf[v1.Base], func(cr *v1.Base, o owner) (built, error) { return buildBase(o, &cr.Spec) }, statefulOwns...),
+		canonical("Ingress", newOf[v1.Ingress], func(cr *v1.Ingress, o owner) (built, error) { return buildIngressKind(o, &cr.Spec) }, gvkIngress),
+		canonical("Gateway", newOf[v1.Gateway], func(cr *v1.Gateway, o owner) (built, error) { return buildGateway(o, &cr.Spec) }, gatewayOwns...),
+		canonical("DNS", newOf[v1.DNS], func(cr *v1.DNS, o owner) (built, error) { return buildDNS(o, &cr.Spec) }, deploymentSvcOwns...),
+		canonical("Base", newOf[v1.Base], func(cr *v1.Base, o owner) (built, error) { return buildBase(o, &cr.Spec) }, statefulOwns...),
 
 		// The chain family.
-		entry(canon, "MPC", chain, newOf[v1.MPC], func(cr *v1.MPC, o owner) (built, error) { return buildMPC(o, &cr.Spec) }, statefulOwns...),
-		entry(canon, "Network", chain, newOf[v1.Network], func(cr *v1.Network, o owner) (built, error) { return buildNetwork(o, &cr.Spec) }, statefulOwns...),
-		entry(canon, "Chain", chain, newOf[v1.Chain], nothing[*v1.Chain]),
-		entry(canon, "Validator", chain, newOf[v1.Validator], nothing[*v1.Validator]),
-		entry(canon, "LuxRuntime", chain, newOf[v1.LuxRuntime], func(cr *v1.LuxRuntime, o owner) (built, error) {
+		canonical("MPC", newOf[v1.MPC], func(cr *v1.MPC, o owner) (built, error) { return buildMPC(o, &cr.Spec) }, statefulOwns...),
+		canonical("Network", newOf[v1.Network], func(cr *v1.Network, o owner) (built, error) { return buildNetwork(o, &cr.Spec) }, statefulOwns...),
+		canonical("Chain", newOf[v1.Chain], nothing[*v1.Chain]),
+		canonical("Validator", newOf[v1.Validator], nothing[*v1.Validator]),
+		canonical("LuxRuntime", newOf[v1.LuxRuntime], func(cr *v1.LuxRuntime, o owner) (built, error) {
 			return buildLuxRuntime(o, &cr.Spec)
 		}, luxNodeOwns...),
-		entry(canon, "NodeFleet", chain, newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
+		canonical("NodeFleet", newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
 			return buildNodeFleet(o, &cr.Spec)
 		}, statefulOwns...),
-		entry(canon, "BitcoinRuntime", chain, newOf[v1.BitcoinRuntime], unspecifiedNode[*v1.BitcoinRuntime]),
-		entry(canon, "EthereumRuntime", chain, newOf[v1.EthereumRuntime], unspecifiedNode[*v1.EthereumRuntime]),
-		entry(canon, "SolanaRuntime", chain, newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
+		canonical("BitcoinRuntime", newOf[v1.BitcoinRuntime], unspecifiedNode[*v1.BitcoinRuntime]),
+		canonical("EthereumRuntime", newOf[v1.EthereumRuntime], unspecifiedNode[*v1.EthereumRuntime]),
+		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
-		entry(canon, "Static", uni, newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
-		withLoop("agents", entry(canon, "AgentDeployment", uni, newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
-		withLoop("imageupdate", entry(canon, "ImageUpdate", uni, newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
-		entry(canon, "KMSSecret", kms, newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
+		canonical("Static", newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
+		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
+		withLoop("imageupdate", canonical("ImageUpdate", newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
+		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.
 		entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {
@@ -159,10 +158,20 @@ type built = []*unstructured.Unstructured
 // newOf returns a new empty T; newOf[v1.SQL] is the New of the SQL entry.
 func newOf[T any]() *T { return new(T) }
 
-// serviceEntry is a Kind whose spec is a ServiceSpec, built through the Service path.
-func serviceEntry[T Object](p Placement, kind string, fam Family, newT func() T, spec func(T) *v1.ServiceSpec) Entry {
+// serviceEntry is a canonical Kind whose spec is a ServiceSpec, built through the Service path.
+func serviceEntry[T Object](kind string, newT func() T, spec func(T) *v1.ServiceSpec) Entry {
 	build := func(cr T, o owner) (built, error) { return buildService(o, spec(cr)) }
-	return withServiceSpec(entry(p, kind, fam, newT, build, serviceOwns...), spec)
+	return withServiceSpec(canonical(kind, newT, build, serviceOwns...), spec)
+}
+
+// canonical is an entry of the canonical placement in the family kinds/v1 declares for its
+// Kind (v1.Kinds is the one Kind→Family table; the other placements declare their own here).
+func canonical[T Object](kind string, newT func() T, build func(T, owner) (built, error), owns ...schema.GroupVersionKind) Entry {
+	fam, ok := v1.FamilyOf(kind)
+	if !ok {
+		panic("kinds: " + kind + " is not a Kind of kinds/v1")
+	}
+	return entry(PlacementCanonical, kind, fam, newT, build, owns...)
 }
 
 // withServiceSpec sets the Entry's ServiceSpec accessor.
