@@ -13,11 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -263,12 +261,9 @@ func runDeployPlane(o *deployPlaneOptions) error {
 	if err != nil {
 		return err
 	}
-	scheme := kruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := managerScheme(o.APIGroup)
+	if err != nil {
 		return err
-	}
-	if err := kinds.AddToScheme(scheme, o.APIGroup); err != nil {
-		return fmt.Errorf("--api-group: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress: "0", LeaderElection: false})

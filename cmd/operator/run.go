@@ -127,12 +127,9 @@ func run(o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := managerScheme(o.APIGroup)
+	if err != nil {
 		return err
-	}
-	if err := kinds.AddToScheme(scheme, o.APIGroup); err != nil {
-		return fmt.Errorf("--api-group: %w", err)
 	}
 	leaderID := o.LeaderID
 	if leaderID == "" {
@@ -363,6 +360,18 @@ func hardenedServer(addr string, h http.Handler) *http.Server {
 // config that sets no client-side rate limit gets Flux's controller defaults (50 QPS, burst
 // 300) instead of client-go's 5 QPS, which made installing the CRD bundle alone take half a
 // minute; the apiserver's priority and fairness governs beyond that.
+// managerScheme is the scheme of a manager: the built-in types and every Kind served at apiGroup.
+func managerScheme(apiGroup string) (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := kinds.AddToScheme(scheme, apiGroup); err != nil {
+		return nil, fmt.Errorf("--api-group: %w", err)
+	}
+	return scheme, nil
+}
+
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
