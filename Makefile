@@ -31,10 +31,13 @@ image-push: image ## Push the image built by `make image` to $(REGISTRY)/operato
 	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make image-push REGISTRY=ghcr.io/openuniverse"; exit 1; }
 	go run ./hack/image push --registry $(REGISTRY) --out $(CURDIR)/.cache/image
 
+chromium: ## Install headless Chromium for the deploy plane's page test, when apt can (else that test skips)
+	@hack/install-chromium.sh || echo "chromium: not installed (needs root and apt); TestDeployPlaneUI will skip"
+
 controlplane: ## Build the local control-plane binaries into the cache (idempotent)
 	hack/build-controlplane.sh
 
-test: controlplane ## Run every test: unit, integration on a real apiserver, e2e
+test: controlplane chromium ## Run every test: unit, integration on a real apiserver, e2e
 	$(GO_TEST) $(TEST_FLAGS) $(RUN_FLAG) $(PKG)
 
 test-unit: ## Run the tests that need no apiserver (fast)
@@ -77,4 +80,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build image image-push controlplane test test-unit e2e bench fuzz generate verify fmt vet lint demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane chromium test test-unit e2e bench fuzz generate verify fmt vet lint demo cluster-up cluster-down
