@@ -88,6 +88,9 @@ async function load() {
   try {
     const me = await get(api + '/session/userinfo');
     document.getElementById('who').textContent = me.username || '';
+    // signed in: offer sign-out only
+    document.getElementById('signin').hidden = !!me.loggedIn || !!me.username;
+    document.getElementById('signout').hidden = !(me.loggedIn || me.username);
     const list = await get(api + '/applications');
     for (const a of list.items || []) apps.set(a.metadata.namespace + '/' + a.metadata.name, a);
     render();
