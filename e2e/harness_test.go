@@ -102,6 +102,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop(); os.RemoveAll(srv.Root()) })
+	noteSecret(srv.Password)
 	r := &gitRepo{srv: srv, name: "universe.git", tokenFile: filepath.Join(t.TempDir(), "token")}
 	if err := os.WriteFile(r.tokenFile, []byte(srv.Password), 0o600); err != nil {
 		t.Fatal(err)
@@ -159,6 +160,7 @@ func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, e
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 	}
+	noteSecret(secret)
 	o := &operator{cmd: exec.Command(operatorBin, append(args, extra...)...), probe: fmt.Sprintf("http://127.0.0.1:%d", probe),
 		hook: fmt.Sprintf("http://127.0.0.1:%d", hook), secret: secret, done: make(chan struct{})}
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -178,7 +180,11 @@ func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, e
 	}()
 	go func() { _ = o.cmd.Wait(); pw.Close(); close(o.done) }()
 	t.Cleanup(func() {
+		report := o.reportBody()
 		o.stop(syscall.SIGTERM)
+		checkNoSecrets(t, "the operator log", o.logs())
+		checkNoSecrets(t, "GET /gitops", report)
+		checkClusterNoSecrets(t, cl)
 		if t.Failed() {
 			t.Logf("operator log:\n%s", o.logs())
 		}
@@ -234,6 +240,17 @@ func (o *operator) reconcileNow(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /reconcile: %s", resp.Status)
 	}
+}
+
+// reportBody is GET /gitops as served, "" when it cannot be read.
+func (o *operator) reportBody() string {
+	resp, err := http.Get(o.hook + "/gitops")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // report returns the last sweep's report from GET /gitops.
