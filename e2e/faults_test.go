@@ -3,16 +3,27 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
@@ -213,4 +224,251 @@ func TestGitHubFaults(t *testing.T) {
 	if logs := op.logs(); !strings.Contains(logs, "Retrying GitHub request") {
 		t.Error("the log never says a GitHub request was retried")
 	}
+}
+
+// switchable is a git host that can go down (its port refuses connections) and come back
+// on the same address: a reverse proxy to the real git server.
+type switchable struct {
+	addr    string
+	handler http.Handler
+	srv     *http.Server
+}
+
+func newSwitchable(t *testing.T, target string) *switchable {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &switchable{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), handler: httputil.NewSingleHostReverseProxy(u)}
+	s.up(t)
+	t.Cleanup(s.down)
+	return s
+}
+
+func (s *switchable) up(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+}
+
+func (s *switchable) down() { _ = s.srv.Close() }
+
+// TestGitServerDownThenUp: the git host stops answering (connection refused); the sweep
+// reports it and applies nothing, the operator keeps running and keeps what it applied;
+// when the host is back the next sweep applies the commit pushed meanwhile.
+func TestGitServerDownThenUp(t *testing.T) {
+	cl := getCluster(t)
+	repo := newGitRepo(t)
+	const ns = "e2e-gitdown"
+	deleteNamespaceAfter(t, cl, ns)
+	host := newSwitchable(t, strings.TrimSuffix(repo.srv.HTTPURL(repo.name), "/"+repo.name))
+	sha, pushed := repo.push(t, "one", map[string][]byte{"ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"), "a.yaml": cmFile(ns, "a")})
+	op := startOperatorOn(t, cl, []string{"--git-url", "http://" + host.addr + "/" + repo.name, "--git-username", repo.srv.Username,
+		"--gitops-token-file", repo.tokenFile}, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--gitops-resync", "10m")
+	op.sweptAt(t, sha, pushed)
+
+	host.down()
+	next, _ := repo.push(t, "two", map[string][]byte{"b.yaml": cmFile(ns, "b")})
+	r := op.sweepAfter(t, "a sweep with the git host down", func(r *gitops.Report) bool { return r.Error != "" })
+	if !strings.Contains(r.Error, "connection refused") {
+		t.Errorf("sweep error %q, want it to say the host refused the connection", r.Error)
+	}
+	time.Sleep(time.Second)
+	op.alive(t)
+	if got := existing(t, cl, ns, "a", "b"); len(got) != 1 || got[0] != "a" {
+		t.Errorf("with the host down %v exist, want [a]: kept, nothing new", got)
+	}
+	host.up(t)
+	r = op.sweepAfter(t, "a sweep with the host back", func(r *gitops.Report) bool { return r.Error == "" && r.Revision == next })
+	if got := existing(t, cl, ns, "a", "b"); len(got) != 2 || r.Summary.Created != 1 {
+		t.Errorf("with the host back %v exist (%+v), want [a b]", got, r.Summary)
+	}
+}
+
+// TestAPIServerRestartMidSweep: the apiserver goes away while a cold sweep of 600
+// ConfigMaps is applying them, and comes back 3 s later. The operator does not exit;
+// the objects it could not apply are failures of that sweep, by name; the next sweeps
+// apply them all, and nothing applied before the restart is lost.
+func TestAPIServerRestartMidSweep(t *testing.T) {
+	cl := getCluster(t)
+	repo := newGitRepo(t)
+	const ns, n = "e2e-apirestart", 600
+	deleteNamespaceAfter(t, cl, ns)
+	files := map[string][]byte{"ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n")}
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("cm-%03d", i)
+		names = append(names, name)
+		files[name+".yaml"] = cmFile(ns, name)
+	}
+	repo.push(t, "600 config maps", files)
+	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--gitops-resync", "10m")
+	waitFor(t, "the sweep under way", time.Minute, func() (bool, string) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvkConfigMap.GroupVersion().WithKind("ConfigMapList"))
+		err := cl.c.List(context.Background(), l, client.InNamespace(ns))
+		return err == nil && len(l.Items) >= 20, fmt.Sprint(len(l.Items), err)
+	})
+	testbed.RestartAPIServer(t, 3*time.Second)
+	op.alive(t)
+	var first *gitops.Report
+	waitFor(t, "the interrupted sweep's report", time.Minute, func() (bool, string) {
+		r, err := op.report()
+		first = r
+		return err == nil && r != nil, fmt.Sprint(err)
+	})
+	t.Logf("the interrupted sweep: error %q %+v", first.Error, first.Summary)
+	r := op.sweepAfter(t, "a sweep applying everything", func(r *gitops.Report) bool {
+		return r.Error == "" && r.Summary.Errors == 0 && len(existing(t, cl, ns, names...)) == n
+	})
+	op.alive(t)
+	t.Logf("after the restart: %+v", r.Summary)
+	if first.Error == "" && first.Summary.Errors == 0 && first.Summary.Created == n+1 {
+		t.Log("the restart fell after the sweep had applied everything (no failure to observe)")
+	}
+}
+
+// TestForeignLeaseHolder: another holder has the operator's Lease. The operator waits as
+// a standby — serving /healthz, sweeping nothing, writing nothing — until the foreign
+// lease expires, then takes it and sweeps.
+func TestForeignLeaseHolder(t *testing.T) {
+	cl := getCluster(t)
+	repo := newGitRepo(t)
+	const ns = "e2e-lease"
+	deleteNamespaceAfter(t, cl, ns)
+	ensureNamespace(t, cl.c, ns)
+	ctx := context.Background()
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "universe-operator.hanzo.ai", Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("intruder"), LeaseDurationSeconds: ptr.To[int32](8), AcquireTime: &now, RenewTime: &now}}
+	if err := cl.c.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	expires := now.Add(8 * time.Second)
+	sha, _ := repo.push(t, "one", map[string][]byte{"a.yaml": cmFile(ns, "a")})
+	op := startOperator(t, cl, repo, ns, "--gitops-namespaces", ns, "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms")
+	for time.Until(expires) > time.Second {
+		if r, err := op.report(); err != nil || !r.Started.IsZero() {
+			t.Fatalf("a sweep while another holds the Lease: %+v %v", r, err)
+		}
+		if len(existing(t, cl, ns, "a")) != 0 {
+			t.Fatal("a standby applied an object")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	op.sweptAt(t, sha, time.Time{})
+	if err := cl.c.Get(ctx, client.ObjectKeyFromObject(lease), lease); err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") == "intruder" {
+		t.Errorf("the Lease after the takeover: holder %q (%v)", ptr.Deref(lease.Spec.HolderIdentity, ""), err)
+	}
+	if len(existing(t, cl, ns, "a")) != 1 {
+		t.Error("the new leader did not apply the object")
+	}
+	t.Logf("took the Lease %s after the foreign one expired", time.Since(expires).Round(100*time.Millisecond))
+}
+
+// TestWebhookFloodBoundedMemory: 10 000 validly signed pushes at the built binary cause at
+// most one sweep per --gitops-webhook-min-interval (1 s) and a bounded growth of its
+// resident memory.
+func TestWebhookFloodBoundedMemory(t *testing.T) {
+	cl := getCluster(t)
+	repo := newGitRepo(t)
+	const ns, flood = "e2e-flood", 10000
+	deleteNamespaceAfter(t, cl, ns)
+	sha, pushed := repo.push(t, "one", map[string][]byte{"ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"), "a.yaml": cmFile(ns, "a")})
+	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--gitops-resync", "10m")
+	op.sweptAt(t, sha, pushed)
+	time.Sleep(time.Second)
+	sweeps0, rss0 := op.sweepCount(t), procRSS(t, op.cmd.Process.Pid, "VmRSS")
+
+	const body = `{"ref":"refs/heads/main"}`
+	sig := sign(op.secret, body)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second}
+	work := make(chan struct{})
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				req, _ := http.NewRequest(http.MethodPost, op.hook+"/reconcile", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-GitHub-Event", "push")
+				req.Header.Set("X-Hub-Signature-256", sig)
+				code := 0
+				if resp, err := hc.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+		}()
+	}
+	for range flood {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	time.Sleep(2 * time.Second) // the last deferred sweep
+	op.alive(t)
+	sweeps := op.sweepCount(t) - sweeps0
+	hwm := procRSS(t, op.cmd.Process.Pid, "VmHWM")
+	t.Logf("%d signed webhooks in %s: answers %v, %d sweeps, RSS %d MiB before, peak %d MiB", flood, took.Round(time.Millisecond), codes, sweeps, rss0>>10, hwm>>10)
+	if codes[http.StatusAccepted] != flood {
+		t.Errorf("answers %v, want %d × 202", codes, flood)
+	}
+	if limit := int(took/time.Second) + 3; sweeps > limit || sweeps < 1 {
+		t.Errorf("%d sweeps for the flood of %s, want 1 to %d (one a second)", sweeps, took.Round(time.Millisecond), limit)
+	}
+	if hwm-rss0 > 64<<10 {
+		t.Errorf("peak RSS grew %d MiB during the flood", (hwm-rss0)>>10)
+	}
+}
+
+// sweepCount is the sum of universe_operator_gitops_sweeps_total over its outcomes.
+func (o *operator) sweepCount(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + o.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "universe_operator_gitops_sweeps_total{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// procRSS reads a memory figure (VmRSS, VmHWM) of pid, in KiB.
+func procRSS(t *testing.T, pid int, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
 }
