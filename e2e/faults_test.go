@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
@@ -471,4 +474,97 @@ func procRSS(t *testing.T, pid int, field string) int {
 	}
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// TestDiscoveryOutageAndCRDNeverEstablished: an aggregated API whose backend is missing
+// (discovery of its group fails, as with a metrics-server down) and a CRD from git that
+// never becomes Established (its short name is another CRD's plural). The sweep waits a
+// bounded time for the CRD, fails the two objects whose kinds no API serves by file and
+// object, applies the rest of the same commit, and the next sweep, which has no CRD to
+// wait for, is prompt. The operator keeps running.
+func TestDiscoveryOutageAndCRDNeverEstablished(t *testing.T) {
+	cl := getCluster(t)
+	repo := newGitRepo(t)
+	const ns = "e2e-discovery"
+	deleteNamespaceAfter(t, cl, ns)
+	ctx := context.Background()
+	crd := func(plural, kind string, short ...string) *unstructured.Unstructured {
+		u := obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", plural+".never.e2e.example")
+		u.Object["spec"] = map[string]any{"group": "never.e2e.example", "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.TrimSuffix(plural, "s"), "kind": kind, "listKind": kind + "List", "shortNames": toAny(short)},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}
+		return u
+	}
+	apiService := obj("apiregistration.k8s.io/v1", "APIService", "", "v1.outage.e2e.example")
+	apiService.Object["spec"] = map[string]any{"group": "outage.e2e.example", "version": "v1", "insecureSkipTLSVerify": true,
+		"groupPriorityMinimum": int64(1000), "versionPriority": int64(15), "service": map[string]any{"namespace": ns, "name": "nothing", "port": int64(443)}}
+	things := crd("things", "Thing")
+	for _, o := range []*unstructured.Unstructured{things, apiService} {
+		if err := cl.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// last registered, first run: the namespace's deletion waits on a working discovery
+	t.Cleanup(func() {
+		for _, o := range []*unstructured.Unstructured{apiService, things, crd("stuffs", "Stuff")} {
+			_ = cl.c.Delete(context.Background(), o)
+		}
+	})
+	never, err := yaml.Marshal(crd("stuffs", "Stuff", "things").Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, pushed := repo.push(t, "a CRD that cannot be established, kinds discovery cannot serve", map[string][]byte{
+		"ns.yaml":    []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"),
+		"crd.yaml":   never,
+		"stuff.yaml": []byte("apiVersion: never.e2e.example/v1\nkind: Stuff\nmetadata: {name: s, namespace: " + ns + "}\n"),
+		"gauge.yaml": []byte("apiVersion: outage.e2e.example/v1\nkind: Gauge\nmetadata: {name: g, namespace: " + ns + "}\n"),
+		"cm.yaml":    cmFile(ns, "good"),
+	})
+	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--gitops-allow-crds", "--gitops-resync", "10m")
+	check := func(r *gitops.Report) {
+		t.Helper()
+		if r.Error != "" {
+			t.Fatalf("the sweep stopped: %s", r.Error)
+		}
+		for object, file := range map[string]string{"Stuff/" + ns + "/s": "stuff.yaml", "Gauge/" + ns + "/g": "gauge.yaml"} {
+			if !slices.ContainsFunc(r.Results, func(res reconcile.Result) bool {
+				return res.Object.String() == object && res.Action == reconcile.Failed && strings.HasPrefix(res.Message, file+": no API serves")
+			}) {
+				t.Errorf("%s not failed by file: %+v", object, r.Results)
+			}
+		}
+		if len(existing(t, cl, ns, "good")) != 1 {
+			t.Error("the good ConfigMap of the same commit was not applied")
+		}
+		op.alive(t)
+	}
+	first := op.sweptAt(t, sha, pushed)
+	check(first)
+	t.Logf("first sweep (waits for the CRD): %.1f s", first.Duration)
+	second := op.sweepAfter(t, "the next sweep", func(r *gitops.Report) bool { return true })
+	check(second)
+	t.Logf("next sweep: %.1f s", second.Duration)
+	if second.Duration > 5 {
+		t.Errorf("the next sweep took %.1f s: it waited again for the CRD it did not change", second.Duration)
+	}
+	u := crd("stuffs", "Stuff")
+	if err := cl.c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); !slices.ContainsFunc(conds, func(c any) bool {
+		m, _ := c.(map[string]any)
+		return m["type"] == "Established" && m["status"] != "True"
+	}) {
+		t.Errorf("the CRD's conditions %v: want it never Established", conds)
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, s)
+	}
+	return out
 }
