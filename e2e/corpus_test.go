@@ -59,6 +59,7 @@ const corpusNS, corpusOperatorNS = "e2e-corpus", "e2e-corpus-op"
 // exists, and every good object of every case — in the same commit as all the bad ones —
 // is applied. Nothing is reported that no case expects.
 func TestBadInputCorpus(t *testing.T) {
+	t.Parallel() // its own namespace and operator; runs with the other parallel tests, after the sequential ones
 	cl := getCluster(t)
 	cases, files := loadCorpus(t)
 	ctx := context.Background()

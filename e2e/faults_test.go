@@ -83,6 +83,7 @@ func cmFile(ns, name string) []byte {
 // the retries run out (reported), a truncated tree (reported, nothing applied). After
 // each fault the next sweep converges; the operator never exits and nothing is deleted.
 func TestGitHubFaults(t *testing.T) {
+	t.Parallel() // its own namespace and operator; runs with the other parallel tests, after the sequential ones
 	cl := getCluster(t)
 	const ns, token = "e2e-github", "ghp_e2eFaultMatrixToken7f3a91"
 	noteSecret(token)
@@ -340,6 +341,7 @@ func TestAPIServerRestartMidSweep(t *testing.T) {
 // a standby — serving /healthz, sweeping nothing, writing nothing — until the foreign
 // lease expires, then takes it and sweeps.
 func TestForeignLeaseHolder(t *testing.T) {
+	t.Parallel() // its own namespace and operator; runs with the other parallel tests, after the sequential ones
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-lease"
@@ -483,6 +485,7 @@ func procRSS(t *testing.T, pid int, field string) int {
 // object, applies the rest of the same commit, and the next sweep, which has no CRD to
 // wait for, is prompt. The operator keeps running.
 func TestDiscoveryOutageAndCRDNeverEstablished(t *testing.T) {
+	t.Parallel() // its own namespace and operator; runs with the other parallel tests, after the sequential ones
 	cl := getCluster(t)
 	repo := newGitRepo(t)
 	const ns = "e2e-discovery"

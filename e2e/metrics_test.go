@@ -31,6 +31,7 @@ import (
 // no token with 401, and a forged one with controller-runtime's 500. Without the install's TokenReview and
 // SubjectAccessReview grants every caller would be refused.
 func TestSecureMetricsOnTheInstalledRole(t *testing.T) {
+	t.Parallel() // its own namespace and operator; runs with the other parallel tests, after the sequential ones
 	cl := getCluster(t)
 	ctx := context.Background()
 	const ns = "e2e-metrics"
