@@ -119,6 +119,7 @@ func TestDeployPlane(t *testing.T) {
 	api := planeAPI{base: "http://" + addr + "/v1/deploy", bodies: &bytes.Buffer{}}
 	admin := iss.Token(map[string]any{"sub": "root", "email": "root@example.test", "aud": planeAudience, "groups": []string{"admin"}})
 	member := iss.Token(map[string]any{"sub": "ann", "aud": planeAudience, "org": "acme", "groups": []string{"dev"}})
+	noteSecret(secretValue, admin, member)
 	op.reconcileNow(t)
 	op.sweptAt(t, sha, time.Now().Add(-time.Minute))
 

@@ -102,6 +102,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop(); os.RemoveAll(srv.Root()) })
+	noteSecret(srv.Password)
 	r := &gitRepo{srv: srv, name: "universe.git", tokenFile: filepath.Join(t.TempDir(), "token")}
 	if err := os.WriteFile(r.tokenFile, []byte(srv.Password), 0o600); err != nil {
 		t.Fatal(err)
@@ -121,18 +122,26 @@ func (r *gitRepo) push(t *testing.T, msg string, files map[string][]byte) (strin
 
 // operator is one `operator run` subprocess.
 type operator struct {
-	cmd    *exec.Cmd
-	probe  string // http://127.0.0.1:port of /healthz and /readyz
-	hook   string // http://127.0.0.1:port of POST /reconcile and GET /gitops
-	secret string // the webhook secret reconcileNow signs with
-	mu     sync.Mutex
-	log    strings.Builder
-	done   chan struct{}
+	cmd     *exec.Cmd
+	probe   string // http://127.0.0.1:port of /healthz and /readyz
+	hook    string // http://127.0.0.1:port of POST /reconcile and GET /gitops
+	metrics string // 127.0.0.1:port of /metrics
+	secret  string // the webhook secret reconcileNow signs with
+	mu      sync.Mutex
+	log     strings.Builder
+	done    chan struct{}
 }
 
 // startOperator runs the built binary as a user would, with the given extra flags, against
 // the shared cluster and repo. Its log is kept for assertions and printed when the test fails.
 func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, extra ...string) *operator {
+	t.Helper()
+	return startOperatorOn(t, cl, []string{"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username,
+		"--gitops-token-file", repo.tokenFile}, namespace, extra...)
+}
+
+// startOperatorOn is startOperator with the source flags given (a GitHub API, a proxy).
+func startOperatorOn(t *testing.T, cl *cluster, source []string, namespace string, extra ...string) *operator {
 	t.Helper()
 	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
 	secret, secretFile := "e2e-hook-secret-3b9a", filepath.Join(t.TempDir(), "webhook-secret")
@@ -153,14 +162,14 @@ func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, e
 		"--webhook-bind-address", fmt.Sprintf("127.0.0.1:%d", hook),
 		"--kubeconfig", cl.kubeconfig,
 		"--namespace", namespace,
-		"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username,
-		"--gitops-token-file", repo.tokenFile,
 		"--git-cache-dir", t.TempDir(),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 	}
+	noteSecret(secret)
+	args = append(args, source...)
 	o := &operator{cmd: exec.Command(operatorBin, append(args, extra...)...), probe: fmt.Sprintf("http://127.0.0.1:%d", probe),
-		hook: fmt.Sprintf("http://127.0.0.1:%d", hook), secret: secret, done: make(chan struct{})}
+		hook: fmt.Sprintf("http://127.0.0.1:%d", hook), metrics: fmt.Sprintf("127.0.0.1:%d", metrics), secret: secret, done: make(chan struct{})}
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	o.cmd.Stdout, o.cmd.Stderr = pw, pw
@@ -178,7 +187,11 @@ func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, e
 	}()
 	go func() { _ = o.cmd.Wait(); pw.Close(); close(o.done) }()
 	t.Cleanup(func() {
+		report := o.reportBody()
 		o.stop(syscall.SIGTERM)
+		checkNoSecrets(t, "the operator log", o.logs())
+		checkNoSecrets(t, "GET /gitops", report)
+		checkClusterNoSecrets(t, cl)
 		if t.Failed() {
 			t.Logf("operator log:\n%s", o.logs())
 		}
@@ -234,6 +247,17 @@ func (o *operator) reconcileNow(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /reconcile: %s", resp.Status)
 	}
+}
+
+// reportBody is GET /gitops as served, "" when it cannot be read.
+func (o *operator) reportBody() string {
+	resp, err := http.Get(o.hook + "/gitops")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // report returns the last sweep's report from GET /gitops.

@@ -228,6 +228,7 @@ func runContainer(t *testing.T, args, env []string, probe string) *operator {
 	go func() { _ = o.cmd.Wait(); pw.Close(); close(o.done) }()
 	t.Cleanup(func() {
 		o.stop(syscall.SIGTERM)
+		checkNoSecrets(t, "the operator log", o.logs())
 		if t.Failed() {
 			t.Logf("operator log:\n%s", o.logs())
 		}

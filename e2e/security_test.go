@@ -88,6 +88,7 @@ func TestTokenRotation(t *testing.T) {
 	op.sweptAt(t, sha, pushed)
 
 	const newToken = "rotated-7c2d9e41b0"
+	noteSecret(newToken)
 	repo.srv.SetPassword(newToken)
 	sha, pushed = repo.push(t, "after rotation", map[string][]byte{"apps/note.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: " + ns + "}\ndata: {k: v}\n")})
 	op.reconcileNow(t)

@@ -92,7 +92,11 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 // when any object failed or was skipped.
 func printUp(out io.Writer, dir string, rep *gitops.Report) error {
 	for _, r := range rep.Results {
-		fmt.Fprintf(out, "%s %s%s\n", r.Object, r.Action, failureMessage(r))
+		msg := failureMessage(r)
+		if f := rep.Files[r.Object]; f != "" && msg != "" {
+			msg = " (" + f + ")" + msg // the file to fix
+		}
+		fmt.Fprintf(out, "%s %s%s\n", r.Object, r.Action, msg)
 	}
 	for _, s := range rep.Skips {
 		fmt.Fprintf(out, "SKIPPED %s (%s)\n", s, s.Reason)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -376,4 +377,34 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// RestartAPIServer stops the kube-apiserver, keeps it down for down, starts it again with
+// the same flags (and so the same port and certificates) and waits until it serves and
+// the fake node is Ready again: the fault of an apiserver restart.
+func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return fmt.Errorf("no kube-apiserver in this cluster")
+	}
+	old := c.procs[i]
+	old.stop()
+	time.Sleep(down)
+	detach := old.cmd.SysProcAttr.Pdeathsig == 0
+	p, err := startProcess(c.Dir, old.name, old.cmd.Path, detach, old.cmd.Args[1:]...)
+	if err != nil {
+		return err
+	}
+	c.procs[i] = p
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	if err := c.poll(ctx, "kube-apiserver /readyz after a restart", 90*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	}); err != nil {
+		return err
+	}
+	return c.waitSystem(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,4 +97,22 @@ func FullCluster(t testing.TB) (*rest.Config, string) {
 		t.Fatalf("start control plane: %v", shared.clErr)
 	}
 	return rest.CopyConfig(shared.cluster.Config), shared.cluster.Kubeconfig
+}
+
+// RestartAPIServer restarts the kube-apiserver of the local control plane FullCluster
+// started (see Cluster.RestartAPIServer), keeping it down for down. It skips the test on
+// a cluster it did not start (E2E_KUBECONFIG).
+func RestartAPIServer(t testing.TB, down time.Duration) {
+	t.Helper()
+	if os.Getenv(EnvKubeconfig) != "" {
+		t.Skip("restarts only the local control plane's apiserver")
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.cluster == nil {
+		t.Fatal("RestartAPIServer before FullCluster")
+	}
+	if err := shared.cluster.RestartAPIServer(context.Background(), down); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
 }

@@ -33,10 +33,13 @@ func (s *Sweeper) emitEvents(r *Report) {
 			continue
 		}
 		obj := it.Object
-		if live, _ := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); live != nil {
-			// the uid lets kubectl describe find the event
-			obj = obj.DeepCopy()
-			obj.SetUID(live.GetUID())
+		// The uid lets kubectl describe find the event. A kind no API serves has no
+		// mapping, no watch and no live object.
+		if it.mapping != nil {
+			if live, _ := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); live != nil {
+				obj = obj.DeepCopy()
+				obj.SetUID(live.GetUID())
+			}
 		}
 		switch {
 		case res.Action == reconcile.Updated && len(res.DriftedBy) > 0:

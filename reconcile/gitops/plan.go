@@ -77,6 +77,9 @@ type Skip struct {
 	Name      string `json:"name,omitempty"`
 	Reason    Reason `json:"reason"`
 	Message   string `json:"message"`
+	// ours is set when Message is the operator's own wording (a limit, an
+	// encoding), quoting nothing from the file: GET /gitops serves it as is.
+	ours bool
 }
 
 // Object renders the skipped object as Kind namespace/name, or "" when the
@@ -239,6 +242,9 @@ func fileSkip(e source.FileError) Skip {
 	default:
 		s.Reason = ReasonUnparseable
 		s.Message = "not applied, none of this file is: " + e.Err.Error()
+		s.ours = errors.Is(e.Err, source.ErrTooLarge) || errors.Is(e.Err, source.ErrSnapshotTooLarge) ||
+			errors.Is(e.Err, source.ErrTooManyFiles) || errors.Is(e.Err, source.ErrTooManyDocuments) ||
+			errors.Is(e.Err, source.ErrNotUTF8) || errors.Is(e.Err, source.ErrSymlink) || errors.Is(e.Err, source.ErrNotFile)
 	}
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/source"
 )
 
 // TestGitOpsEndpointCarriesNoData: GET /gitops serves the apiserver's code,
@@ -34,7 +35,11 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 			{Object: reconcile.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "n"}, Action: reconcile.Failed, Err: fmt.Errorf("no API serves x"), Message: "no API serves x"},
 		},
 		Skips: []Skip{{File: "bad.yaml", Reason: ReasonUnparseable,
-			Message: "not applied, none of this file is: malformed yaml: yaml: line 4: invalid map key: map[interface {}]interface {}{\"" + leak + "\":1}"}},
+			Message: "not applied, none of this file is: malformed yaml: yaml: line 4: invalid map key: map[interface {}]interface {}{\"" + leak + "\":1}"},
+			fileSkip(source.FileError{File: "big.yaml", Err: source.TooLarge(20<<20, 10<<20)}),
+			fileSkip(source.FileError{File: "wide.yaml", Err: fmt.Errorf("%w: %w", source.ErrMalformed, source.ErrNotUTF8)}),
+		},
+		Files: map[reconcile.ObjRef]string{{Kind: "Secret", Namespace: "a", Name: "db"}: "crs/db.yaml"},
 	}
 	rec := httptest.NewRecorder()
 	sw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/gitops", nil))
@@ -53,6 +58,15 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 	}
 	if !strings.Contains(got.Skips[0].Message, "line 4") {
 		t.Errorf("skip: %q, want the line", got.Skips[0].Message)
+	}
+	if !strings.HasPrefix(got.Results[0].Message, "crs/db.yaml: ") {
+		t.Errorf("failed result: %q, want it to start with the file", got.Results[0].Message)
+	}
+	// A limit or an encoding is the operator's own wording: served as is, not as "malformed".
+	for i, want := range map[int]string{1: "file too large: 20971520 bytes", 2: "not UTF-8"} {
+		if m := got.Skips[i].Message; !strings.Contains(m, want) || strings.Contains(m, "operator log has") {
+			t.Errorf("skip %d: %q, want it to say %q", i, m, want)
+		}
 	}
 	// the kept report is unchanged: the log still has the messages
 	if !strings.Contains(sw.Last().Results[0].Message, leak) {

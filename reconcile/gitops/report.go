@@ -214,18 +214,24 @@ func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // status code, reason and the field paths of its causes (the values an
 // admission webhook or validation may echo are left out); a file that does
 // not parse is the parser's line, not its message (which can quote a key or
-// value). The log keeps the full messages.
+// value); a file refused by a limit or its encoding keeps the operator's own
+// wording (it quotes nothing from the file). A failed or denied object's
+// message starts with the file that declared it. The log keeps the full
+// messages.
 func (r Report) Public() Report {
 	r.Results = slices.Clone(r.Results)
 	for i, res := range r.Results {
 		if res.Action == reconcile.Failed && res.Err != nil {
 			r.Results[i].Message = publicError(res.Err, res.Message)
 		}
+		if f := r.Files[res.Object]; f != "" && (res.Action == reconcile.Failed || res.Action == reconcile.Denied) {
+			r.Results[i].Message = f + ": " + r.Results[i].Message // the file to fix
+		}
 		r.Results[i].Err = nil
 	}
 	r.Skips = slices.Clone(r.Skips)
 	for i, sk := range r.Skips {
-		if sk.Reason == ReasonUnparseable {
+		if sk.Reason == ReasonUnparseable && !sk.ours {
 			r.Skips[i].Message = "not applied, none of this file is: malformed yaml" + lineOf(sk.Message) + " (the operator log has the parser's message)"
 		}
 	}

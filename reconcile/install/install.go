@@ -263,7 +263,8 @@ var (
 //   - ReplicaSets: read (the deploy plane's resource tree shows them between a Deployment and its Pods);
 //   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
 //   - Events (core and events.k8s.io): create and patch;
-//   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched).
+//   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched);
+//   - TokenReviews and SubjectAccessReviews: create (`operator run --metrics-secure`).
 //
 // The Lease lives in a Role of the operator's namespace. Rules are sorted by API group,
 // resources within a rule by name.
@@ -322,6 +323,10 @@ func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rba
 	rule(upgrade.SnapshotGroup, []string{"volumesnapshots"}, verbsPreflight)
 	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)
 	rule("events.k8s.io", []string{"events"}, verbsEvents)
+	// --metrics-secure: /metrics authenticates its caller by TokenReview and authorizes
+	// it by SubjectAccessReview (controller-runtime's filters.WithAuthenticationAndAuthorization)
+	rule("authentication.k8s.io", []string{"tokenreviews"}, []string{"create"})
+	rule("authorization.k8s.io", []string{"subjectaccessreviews"}, []string{"create"})
 	rules = append(rules, tenantRules()...)
 	return &rbacv1.ClusterRole{
 		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),

@@ -9,6 +9,8 @@ import (
 
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -212,6 +214,16 @@ spec: {holderIdentity: me}
 	if err := sa.Delete(ctx, cr); err == nil {
 		t.Error("operator may delete its own CR")
 	}
+	// --metrics-secure: the operator reviews a scraper's token and asks whether it may get /metrics.
+	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}}
+	if err := sa.Create(ctx, tr); err != nil {
+		t.Errorf("create a TokenReview (--metrics-secure): %v", err)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "scraper",
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}
+	if err := sa.Create(ctx, sar); err != nil {
+		t.Errorf("create a SubjectAccessReview (--metrics-secure): %v", err)
+	}
 }
 
 // TestClusterRole checks the generated rules: every CR resource and its status, every child
@@ -259,6 +271,8 @@ func TestClusterRole(t *testing.T) {
 		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
 		"no leases cluster": {"coordination.k8s.io/leases", nil},
 		"secrets":           {"/secrets", []string{"get", "create", "patch"}},
+		"tokenreviews":      {"authentication.k8s.io/tokenreviews", []string{"create"}},
+		"sars":              {"authorization.k8s.io/subjectaccessreviews", []string{"create"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

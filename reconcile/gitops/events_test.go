@@ -1,0 +1,46 @@
+package gitops
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/events"
+
+	"github.com/openuniverse/operator/reconcile"
+)
+
+// TestEventForAKindNoAPIServes: an object whose kind no API serves fails by name and gets
+// its ApplyFailed Event; the sweep (which looked up a watch for it, and crashed the
+// operator, before) goes on, and the good object of the same revision is applied.
+func TestEventForAKindNoAPIServes(t *testing.T) {
+	const ns = "events-nokind"
+	src := newMemSource(map[string][]byte{
+		"ns.yaml":    []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"),
+		"gizmo.yaml": []byte("apiVersion: nothing.example/v1\nkind: Gizmo\nmetadata: {name: g, namespace: " + ns + "}\n"),
+		"cm.yaml":    []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: " + ns + "}\n"),
+	})
+	sw, _, _ := newTestSweeper(t, src, ns)
+	rec := events.NewFakeRecorder(10)
+	sw.Recorder = rec
+	for i := range 2 { // the second sweep retries the unknown kind
+		r := sw.Sweep(context.Background())
+		if r.Error != "" || r.Summary.Errors != 1 || r.Summary.Created+r.Summary.InSync != 2 {
+			t.Fatalf("sweep %d: %s %+v, want the Gizmo failed and the rest applied", i, r.Error, r.Summary)
+		}
+		if pub := r.Public(); !slices.ContainsFunc(pub.Results, func(res reconcile.Result) bool {
+			return res.Object.Kind == "Gizmo" && strings.HasPrefix(res.Message, "gizmo.yaml: no API serves")
+		}) {
+			t.Errorf("sweep %d: GET /gitops results %+v, want the Gizmo failed by file", i, pub.Results)
+		}
+		select {
+		case e := <-rec.Events:
+			if !strings.Contains(e, EventApplyFailed) || !strings.Contains(e, "no API serves") {
+				t.Errorf("sweep %d: event %q", i, e)
+			}
+		default:
+			t.Errorf("sweep %d: no %s event for the Gizmo", i, EventApplyFailed)
+		}
+	}
+}
