@@ -25,13 +25,13 @@ type Change string
 
 // The changes, from none to the most.
 const (
-	ChangeInSync    Change = "in sync"        // already applied by this operator, equal
+	ChangeInSync    Change = "in sync"         // already applied by this operator, equal
 	ChangeOwnership Change = "field ownership" // equal, another operator's: only managedFields change
-	ChangeLeftover  Change = "leftover"       // owned by the CR, not built, not ours: left in place
-	ChangeCreate    Change = "create"         // not in the cluster
-	ChangeConfigure Change = "configure"      // values change (diff)
-	ChangeRecreate  Change = "recreate"       // immutable fields change and the CR asks to force
-	ChangeDelete    Change = "delete"         // ours, no longer built: pruned
+	ChangeLeftover  Change = "leftover"        // owned by the CR, not built, not ours: left in place
+	ChangeCreate    Change = "create"          // not in the cluster
+	ChangeConfigure Change = "configure"       // values change (diff)
+	ChangeRecreate  Change = "recreate"        // immutable fields change and the CR asks to force
+	ChangeDelete    Change = "delete"          // ours, no longer built: pruned
 	ChangeFailed    Change = "failed"
 )
 
