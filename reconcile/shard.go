@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -46,9 +47,10 @@ func (s Shard) Validate() error {
 }
 
 // CacheOptions restricts the manager's caches: every informer to the namespaces
-// (cache.Options.DefaultNamespaces), and the informers of the CRs of reg to the label
-// selector; the children are selected by namespace only, as they do not carry the CR's labels.
-func (s Shard) CacheOptions(reg kinds.Registry) (cache.Options, error) {
+// (cache.Options.DefaultNamespaces), and the informers of the CRs of reg that mapper serves
+// to the label selector; the children are selected by namespace only, as they do not carry
+// the CR's labels. (A Kind served later restarts the operator, see SetupKinds.)
+func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMapper) (cache.Options, error) {
 	var o cache.Options
 	if err := s.Validate(); err != nil {
 		return o, err
@@ -63,6 +65,10 @@ func (s Shard) CacheOptions(reg kinds.Registry) (cache.Options, error) {
 		sel, _ := labels.Parse(s.LabelSelector)
 		o.ByObject = map[client.Object]cache.ByObject{}
 		for _, e := range reg {
+			gvk := e.GroupVersionKind(group)
+			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				continue
+			}
 			o.ByObject[e.New()] = cache.ByObject{Label: sel}
 		}
 	}

@@ -42,7 +42,11 @@ func startShard(t *testing.T, cfg *rest.Config, shard reconcile.Shard) (string, 
 	if err := kinds.AddToScheme(scheme, group); err != nil {
 		t.Fatal(err)
 	}
-	cacheOpts, err := shard.CacheOptions(kinds.Builtin())
+	direct, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts, err := shard.CacheOptions(kinds.Builtin(), group, direct.RESTMapper())
 	if err != nil {
 		t.Fatal(err)
 	}

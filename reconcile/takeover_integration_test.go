@@ -216,6 +216,47 @@ func TestTakeover(t *testing.T) {
 		}
 	})
 
+	t.Run("render --from-cluster reads the CR and builds what was pre-created", func(t *testing.T) {
+		mapper, err := reconcile.KindMapper(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := kinds.Builtin()
+		for arg, kind := range map[string]string{"hanzodns/hanzodns-sample": "HanzoDNS", "hanzodatastores/main-db": "HanzoDatastore",
+			"hsvc/example": "Service", "luxruntime/mainnet": "LuxRuntime", "LuxRuntime.bootno.de/mainnet": "LuxRuntime", "datastore/datastore": "Datastore"} {
+			cr, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, arg)
+			if err != nil {
+				t.Errorf("%s: %v", arg, err)
+				continue
+			}
+			if cr.GetKind() != kind || cr.GetUID() == "" {
+				t.Errorf("%s: got %s %s uid %q", arg, cr.GetKind(), cr.GetName(), cr.GetUID())
+			}
+			rd := renderer.RenderOne(source.Object{Obj: cr, File: "cluster"})
+			for _, o := range rd.Objects {
+				if _, ok := before[o.GetKind()+"/"+o.GetName()]; !ok && o.GetName() != "main-db-hs" {
+					t.Errorf("%s renders %s %s, which the previous operator did not make", arg, o.GetKind(), o.GetName())
+				}
+				if refs := o.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != cr.GetUID() {
+					t.Errorf("%s: %s %s owner %v, want the live CR's uid", arg, o.GetKind(), o.GetName(), refs)
+				}
+			}
+		}
+		if _, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "configmap/x"); err == nil || !strings.Contains(err.Error(), "no Kind of universe") {
+			t.Errorf("a core kind: %v", err)
+		}
+		if _, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "hanzodns/absent"); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("an absent CR: %v", err)
+		}
+		net, err := reconcile.FetchNetwork(ctx, c, reg, group, takeoverNS, "mainnet")
+		if err != nil || net.GetKind() != "LuxRuntime" || net.GroupVersionKind().Group != "bootno.de" {
+			t.Errorf("<ns> <name>: %v %v", net, err)
+		}
+		if after := snapshot(ctx, t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Error("render --from-cluster wrote")
+		}
+	})
+
 	logs := startKinds(t, cfg)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("DUMP_LOGS") != "" {

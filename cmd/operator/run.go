@@ -140,7 +140,11 @@ func run(o *runOptions) error {
 	if leaderID == "" {
 		leaderID = o.Shard.LeaseID("universe-operator." + o.APIGroup)
 	}
-	shardCache, err := o.Shard.CacheOptions(kinds.Builtin())
+	mapper, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	shardCache, err := o.Shard.CacheOptions(kinds.Builtin(), o.APIGroup, mapper.RESTMapper())
 	if err != nil {
 		return err
 	}
