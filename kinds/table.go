@@ -100,9 +100,10 @@ func Builtin() Registry {
 			ds := v1alpha1.ToDatastore(cr)
 			return buildDatastore(o, &ds.Spec.DBSpec, ds.Engine(), ds.Labels)
 		}, datastoreOwns...),
+		// HanzoDNS keeps the Go operator's object set, which such CRs made in clusters.
 		entry(legacy, "HanzoDNS", uni, newOf[v1alpha1.HanzoDNS], func(cr *v1alpha1.HanzoDNS, o owner) (built, error) {
-			return buildDNS(o, &v1alpha1.ToDNS(cr).Spec)
-		}, deploymentSvcOwns...),
+			return buildLegacyDNS(o, &v1alpha1.ToDNS(cr).Spec)
+		}, legacyDNSOwns...),
 
 		// HIP-era placements at <universe>/v1, built through their canonical conversion.
 		entry(hipera, "MPC", uni, newOf[hip.MPC], func(cr *hip.MPC, o owner) (built, error) {

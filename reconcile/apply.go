@@ -26,6 +26,9 @@ const (
 	Updated Action = "UPDATE"
 	InSync  Action = "in-sync"
 	Deleted Action = "DELETE"
+	// Adopted: the object was as built but another manager's (the operator this one
+	// replaces); it is now applied by this one too, values unchanged, nothing recreated.
+	Adopted Action = "ADOPT"
 	Failed  Action = "ERROR"
 	Denied  Action = "DENIED"
 )
@@ -62,6 +65,8 @@ type Result struct {
 	Action Action `json:"action"`
 	// DriftedBy names the field managers that had changed fields this apply took back.
 	DriftedBy []string `json:"driftedBy,omitempty"`
+	// AdoptedFrom names the managers that had written an Adopted object.
+	AdoptedFrom []string `json:"adoptedFrom,omitempty"`
 	// Message explains Failed and Denied; for Denied it names the missing RBAC grant.
 	Message string `json:"message,omitempty"`
 	Err     error  `json:"-"`
@@ -73,17 +78,29 @@ type Applier struct {
 	Client      client.Client
 	Manager     string
 	Concurrency int // objects applied at once; 0 means DefaultConcurrency
+	// Adopt applies an object that is already as built but that Manager never applied
+	// (another operator made it), so that Manager owns its fields from then on (Adopted).
+	Adopt bool
 }
 
 // Apply applies objs and returns one Result per object, in the order given. Each object
 // costs a get and a server-side dry-run; only drifted or new objects are then applied.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) []Result {
+	return a.apply(ctx, objs, false)
+}
+
+// ApplyForced is Apply that recreates an object whose immutable fields differ (ssa's Force).
+func (a *Applier) ApplyForced(ctx context.Context, objs []*unstructured.Unstructured) []Result {
+	return a.apply(ctx, objs, true)
+}
+
+func (a *Applier) apply(ctx context.Context, objs []*unstructured.Unstructured, force bool) []Result {
 	results := make([]Result, len(objs))
-	FanOut(len(objs), a.Concurrency, func(i int) { results[i] = a.applyOne(ctx, objs[i]) })
+	FanOut(len(objs), a.Concurrency, func(i int) { results[i] = a.applyOne(ctx, objs[i], force) })
 	return results
 }
 
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) Result {
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, force bool) Result {
 	ref := RefOf(obj)
 	var existing, applied *unstructured.Unstructured
 	// Observe the live object ssa reads and the object the apply returns: the two sets of
@@ -105,7 +122,9 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 		},
 	})
 	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: a.Manager, Group: FieldOwnerGroup})
-	entry, err := rm.Apply(ctx, obj.DeepCopy(), ssa.DefaultApplyOptions())
+	opts := ssa.DefaultApplyOptions()
+	opts.Force = force
+	entry, err := rm.Apply(ctx, obj.DeepCopy(), opts)
 	if err != nil {
 		return failure(ref, err)
 	}
@@ -115,6 +134,15 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 	case ssa.ConfiguredAction:
 		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}
 	default:
+		if a.Adopt && existing != nil && !appliedBy(existing, a.Manager) {
+			// as built, but another operator's: apply it once so its fields are ours (the
+			// values are equal, so the apply changes nothing but managedFields)
+			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner(a.Manager), client.ForceOwnership)
+			if err != nil {
+				return failure(ref, err)
+			}
+			return Result{Object: ref, Action: Adopted, AdoptedFrom: writers(existing, a.Manager)}
+		}
 		return Result{Object: ref, Action: InSync}
 	}
 }

@@ -51,6 +51,8 @@ type scope struct {
 	halted bool
 	// upgrade is what the upgrade phase decided, nil when it did not run.
 	upgrade *upgradeStep
+	// takeover is what keep and prune found about another operator's children.
+	takeover takeover
 }
 
 // phase is one step of a reconcile. An error is an infrastructure failure (reading the
@@ -61,7 +63,7 @@ type phase func(ctx context.Context, s *scope) error
 // phases are the steps of a reconcile, in order. A new step (an image override before
 // apply, a cutover rule in prune) is one more entry here.
 func (r *KindReconciler) phases() []phase {
-	return []phase{r.build, r.upgrade, r.apply, r.prune, r.observe}
+	return []phase{r.build, r.upgrade, r.keep, r.apply, r.prune, r.observe}
 }
 
 // Reconcile implements reconcile.Reconciler for one CR.
@@ -106,6 +108,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	if s.upgrade != nil {
 		status.Conditions = withCondition(status.Conditions, s.previous.Conditions, s.upgrade.condition, s.obs.Generation, s.obs.Now)
 	}
+	r.reportTakeover(ctx, s, &status)
 	if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
 		if ClassOf(err) == Transient {
 			log.Info("Status write failed, retrying with backoff", "error", err.Error())
@@ -147,7 +150,7 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 	if s.halted {
 		return nil
 	}
-	s.results = r.Applier.Apply(ctx, s.desired)
+	s.results = r.applyChildren(ctx, s)
 	s.outcome = outcome(s.results)
 	r.logResults(ctx, s.cr, s.results)
 	return nil
@@ -155,7 +158,8 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 
 // prune deletes the children this CR controls that the build no longer produces, such as
 // the HPA after autoscaling is turned off, once every child applied cleanly. It never
-// touches an object another owner controls.
+// touches an object another owner controls, nor one this operator never applied (another
+// operator's, under other names): those are reported as leftovers.
 func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 	if s.halted || !s.outcome.Clean() {
 		return nil
@@ -166,7 +170,8 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace())); err != nil {
 			return fmt.Errorf("list %s in %s: %w", gvk.Kind, s.cr.GetNamespace(), err)
 		}
-		for _, child := range prunable(s.desired, list.Items, s.cr.GetUID()) {
+		s.takeover.leftover = append(s.takeover.leftover, leftovers(s.desired, list.Items, s.cr.GetUID(), ManagerKinds)...)
+		for _, child := range prunable(s.desired, list.Items, s.cr.GetUID(), ManagerKinds) {
 			err := r.Client.Delete(ctx, child, client.Preconditions{UID: ptrUID(child.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s: %w", RefOf(child), err)
@@ -174,6 +179,7 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 			logr.FromContextOrDiscard(ctx).Info("Deleted child, no longer built", "object", RefOf(child).String(), "action", Deleted)
 		}
 	}
+	s.takeover.leftKnown = true
 	return nil
 }
 

@@ -48,7 +48,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	if err != nil {
 		return fmt.Errorf("create apply client: %w", err)
 	}
-	applier := &Applier{Client: direct, Manager: ManagerKinds, Concurrency: 4}
+	applier := &Applier{Client: direct, Manager: ManagerKinds, Concurrency: 4, Adopt: true}
 	mapper := mgr.GetRESTMapper()
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

@@ -45,10 +45,11 @@ func outcome(results []Result) Outcome {
 }
 
 // prunable returns the live objects to delete: those the CR with uid owner controls (its
-// controller owner reference) that the build no longer produces. Objects are matched by
-// group, kind, namespace and name; the API version does not matter. An object another
-// owner controls, or nobody, is never returned.
-func prunable(desired []*unstructured.Unstructured, live []unstructured.Unstructured, owner types.UID) []*unstructured.Unstructured {
+// controller owner reference), that manager applied (managedFields), and that the build no
+// longer produces. Objects are matched by group, kind, namespace and name; the API version
+// does not matter. An object another owner controls, or nobody, is never returned; nor is
+// one another operator created for the same CR (see leftovers).
+func prunable(desired []*unstructured.Unstructured, live []unstructured.Unstructured, owner types.UID, manager string) []*unstructured.Unstructured {
 	want := map[ObjRef]bool{}
 	for _, o := range desired {
 		want[unversioned(RefOf(o))] = true
@@ -56,7 +57,7 @@ func prunable(desired []*unstructured.Unstructured, live []unstructured.Unstruct
 	var out []*unstructured.Unstructured
 	for i := range live {
 		child := &live[i]
-		if want[unversioned(RefOf(child))] || !controlledBy(child, owner) {
+		if want[unversioned(RefOf(child))] || !controlledBy(child, owner) || !appliedBy(child, manager) {
 			continue
 		}
 		out = append(out, child)

@@ -102,6 +102,11 @@ func TestPrunable(t *testing.T) {
 		if controller != "" {
 			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "hanzo.ai/v1", Kind: "Service", Name: "web", UID: controller, Controller: ptr.To(isController)}})
 		}
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: ManagerKinds, Operation: metav1.ManagedFieldsOperationApply}})
+		return u
+	}
+	by := func(u *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType, sub string) *unstructured.Unstructured {
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, Subresource: sub}})
 		return u
 	}
 	names := func(objs []*unstructured.Unstructured) []string {
@@ -135,6 +140,18 @@ func TestPrunable(t *testing.T) {
 		"nobody's: kept": {
 			live: []*unstructured.Unstructured{obj("v1", "ConfigMap", "loose", "", false)},
 		},
+		"ours by owner but the Rust operator applied it: kept": {
+			live: []*unstructured.Unstructured{by(obj("v1", "Service", "web-old", owner, true), "hanzo-operator", metav1.ManagedFieldsOperationApply, "")},
+		},
+		"ours by owner but the Go operator created it: kept": {
+			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-corefile", owner, true), "manager", metav1.ManagedFieldsOperationUpdate, "")},
+		},
+		"our manager only updated it (not applied): kept": {
+			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-x", owner, true), ManagerKinds, metav1.ManagedFieldsOperationUpdate, "")},
+		},
+		"our manager applied only its status: kept": {
+			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-y", owner, true), ManagerKinds, metav1.ManagedFieldsOperationApply, "status")},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,7 +159,7 @@ func TestPrunable(t *testing.T) {
 			for i, o := range tc.live {
 				live[i] = *o
 			}
-			if diff := cmp.Diff(tc.want, names(prunable(desired, live, owner))); diff != "" {
+			if diff := cmp.Diff(tc.want, names(prunable(desired, live, owner, ManagerKinds))); diff != "" {
 				t.Errorf("prunable (-want +got):\n%s", diff)
 			}
 		})

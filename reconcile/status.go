@@ -25,7 +25,8 @@ import (
 // ownedConditions are the condition types the Kind controllers write. Others (an upgrade's,
 // a user tool's) are left to their own field managers.
 var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
-	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed}
+	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed,
+	ConditionImmutableFieldsKept, ConditionLeftoverChildren}
 
 // readStatus extracts the shared status fields of any Kind.
 func readStatus(cr kinds.Object) (drive.Status, error) {

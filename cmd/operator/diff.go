@@ -15,19 +15,30 @@ import (
 // newDiffCommand returns `operator diff`, which compares some manifests, and what their
 // custom resources build, with a live cluster by server-side dry-run.
 func newDiffCommand() *cobra.Command {
-	var group, kubeconfig string
+	var group, kubeconfig, namespace string
+	var takeover bool
 	cmd := &cobra.Command{
-		Use:   "diff <file|dir>",
+		Use:   "diff <file|dir>  |  diff --takeover -n <ns>",
 		Short: "Diff manifests and what they build against the live cluster",
 		Long: "Server-side dry-run the objects `operator render` prints, and the custom resources\n" +
 			"themselves, against the live cluster; print a unified diff per drifted object (Secret\n" +
 			"values masked) and a summary line. The custom resources and plain objects are compared\n" +
 			"under the field manager universe-operator-gitops, the children under universe-operator.\n\n" +
-			"Exit status: 0 no drift, 1 drift, 2 an error (as flux diff).",
-		Args: cobra.ExactArgs(1),
+			"Exit status: 0 no drift, 1 drift, 2 an error (as flux diff).\n\n" +
+			"With --takeover -n <ns>, take the CRs from the cluster instead: for every CR of the namespace,\n" +
+			"print what this operator's first reconcile would do to its children (in sync, field ownership\n" +
+			"only, create, configure, kept immutable, leftover, delete), by dry-run only. Exit status 0 when\n" +
+			"the takeover changes nothing but field ownership, 1 when it changes more, 2 on an error.",
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := kinds.ValidateGroup(group); err != nil {
 				return codedError{code: 2, msg: err.Error()}
+			}
+			if takeover {
+				return diffTakeover(cmd, group, kubeconfig, namespace, args)
+			}
+			if len(args) != 1 {
+				return codedError{code: 2, msg: "diff: one file or directory (or --takeover -n <ns>)"}
 			}
 			snap, err := dir.Read(args[0], cmd.InOrStdin())
 			if err != nil {
@@ -72,5 +83,39 @@ func newDiffCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&group, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
+	cmd.Flags().BoolVar(&takeover, "takeover", false, "Report what taking over the namespace's CRs from another operator would change (dry-run only).")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace to take over, with --takeover.")
 	return cmd
+}
+
+// diffTakeover runs `operator diff --takeover -n <ns>`.
+func diffTakeover(cmd *cobra.Command, group, kubeconfig, namespace string, args []string) error {
+	if len(args) != 0 || namespace == "" {
+		return codedError{code: 2, msg: "diff --takeover: takes no file, and needs -n <namespace>"}
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return codedError{code: 2, msg: err.Error()}
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
+	}
+	d := &reconcile.Differ{Client: c, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
+	rs, err := d.Takeover(cmd.Context(), namespace)
+	if werr := reconcile.WriteTakeover(cmd.OutOrStdout(), rs); werr != nil {
+		return codedError{code: 2, msg: fmt.Sprintf("write: %v", werr)}
+	}
+	if err != nil {
+		return codedError{code: 2, msg: "diff --takeover: " + err.Error()}
+	}
+	s := reconcile.SummarizeTakeover(rs)
+	switch s.ExitCode() {
+	case 0:
+		return nil
+	case 1:
+		return codedError{code: 1, msg: "takeover changes more than field ownership"}
+	default:
+		return codedError{code: 2, msg: fmt.Sprintf("diff --takeover: %d children failed", s[reconcile.ChangeFailed])}
+	}
 }

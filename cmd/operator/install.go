@@ -77,6 +77,7 @@ func newInstallCommand() *cobra.Command {
 	fs.StringVar(&o.Image, "image", defaultImage(), "Operator container image.")
 	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
 	fs.Int32Var(&o.Replicas, "replicas", 1, "Operator replicas; above 1 they elect a leader and get a PodDisruptionBudget.")
+	fs.Int32Var(&o.Shards, "shards", 0, "Add N shard Deployments <operator>-shard<i> (Kind controllers only) for the CRs labelled "+reconcile.ShardLabel+"=shard<i>; the main one skips those.")
 	fs.StringVar(&o.TokenSecret.Name, "gitops-token-secret", "", "Secret holding the git host token (passed as --gitops-token-file).")
 	fs.StringVar(&o.TokenSecret.Key, "gitops-token-secret-key", "token", "Key of the token in --gitops-token-secret.")
 	fs.StringVar(&o.WebhookSecret.Name, "gitops-webhook-secret", "", "Secret holding the push webhook's HMAC secret (passed as --gitops-webhook-secret-file); required with a git source.")
@@ -111,6 +112,8 @@ func (f *installFlags) complete() error {
 	switch {
 	case f.o.Replicas < 1:
 		return fmt.Errorf("--replicas %d: want at least 1", f.o.Replicas)
+	case f.o.Shards < 0:
+		return fmt.Errorf("--shards %d: want 0 or more", f.o.Shards)
 	case f.o.CRDsOnly:
 		return nil
 	case gitURL != "" && repo != "":

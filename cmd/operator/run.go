@@ -58,6 +58,8 @@ type runOptions struct {
 	PreflightGCGrace time.Duration
 	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
 	ProtectedSecrets []string
+	// Shard restricts the caches and controllers to namespaces and a CR label selector.
+	Shard reconcile.Shard
 
 	Source source.Options
 	GitHub github.Options
@@ -90,6 +92,9 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
+	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
+	fs.StringSliceVar(&o.Shard.Namespaces, "watch-namespaces", nil, "Namespaces whose objects the operator watches and reconciles (the caches of every loop); empty means all.")
+	fs.StringVar(&o.Shard.LabelSelector, "watch-label-selector", "", "Label selector on the CRs the Kind controllers reconcile, e.g. "+reconcile.ShardLabel+"=shard1 for a shard, !"+reconcile.ShardLabel+" for the main operator; empty means all. A shard's Lease is named after it.")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
 	o.Source.BindFlags(fs)
 	o.GitHub.BindFlags(fs)
@@ -133,7 +138,15 @@ func run(o *runOptions) error {
 	}
 	leaderID := o.LeaderID
 	if leaderID == "" {
-		leaderID = "universe-operator." + o.APIGroup
+		leaderID = o.Shard.LeaseID("universe-operator." + o.APIGroup)
+	}
+	mapper, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	shardCache, err := o.Shard.CacheOptions(kinds.Builtin(), o.APIGroup, mapper.RESTMapper())
+	if err != nil {
+		return err
 	}
 	metrics := metricsserver.Options{BindAddress: o.MetricsAddr}
 	if o.MetricsSecure {
@@ -143,6 +156,7 @@ func run(o *runOptions) error {
 		Scheme: scheme,
 		// children are watched (Owns) as unstructured objects: read them from those caches
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:                         shardCache,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        "0", // probes are served below, alone on their listener; the webhook has its own
 		LeaderElection:                o.LeaderElect,
@@ -208,7 +222,7 @@ func run(o *runOptions) error {
 		log.Info("elected leader", "lease", o.Namespace+"/"+leaderID)
 	}()
 	log.Info("starting operator", "version", version, "apiGroup", o.APIGroup, "namespace", o.Namespace,
-		"controllers", o.Controllers, "leaderElect", o.LeaderElect)
+		"controllers", o.Controllers, "leaderElect", o.LeaderElect, "watchNamespaces", o.Shard.Namespaces, "watchLabelSelector", o.Shard.LabelSelector)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

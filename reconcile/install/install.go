@@ -6,6 +6,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -76,6 +77,10 @@ type InstallOptions struct {
 	// WebhookSecret holds the push webhook's HMAC secret: mounted read-only at
 	// WebhookSecretFile and passed as --gitops-webhook-secret-file.
 	WebhookSecret SecretKey
+	// Shards, when above 0, adds that many Deployments <operator>-shard<i> that run only the
+	// Kind controllers for the CRs labelled reconcile.ShardLabel=shard<i>, each with its own
+	// Lease; the main Deployment then skips those CRs (!reconcile.ShardLabel).
+	Shards int32
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -223,6 +228,9 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	}
 	if pdb := PodDisruptionBudget(o); pdb != nil {
 		typed[len(typed)-1] = append(typed[len(typed)-1], pdb)
+	}
+	for i := range o.Shards {
+		typed[len(typed)-1] = append(typed[len(typed)-1], ShardDeployment(o, int(i)+1))
 	}
 	out := make([][]*unstructured.Unstructured, 0, len(typed))
 	for _, stage := range typed {
@@ -389,6 +397,9 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	if len(o.Controllers) > 0 {
 		args = append(args, "--controllers="+strings.Join(o.Controllers, ","))
 	}
+	if o.Shards > 0 {
+		args = append(args, "--watch-label-selector=!"+reconcile.ShardLabel) // the shards reconcile those
+	}
 	args = append(args, o.RunArgs...)
 	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -469,6 +480,32 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// ShardDeployment returns the Deployment of shard i (from 1): <operator>-shard<i>, the Kind
+// controllers only, for the CRs labelled reconcile.ShardLabel=shard<i>, electing its leader
+// through a Lease of its own (named by `operator run` after the selector). Its pods carry
+// instance <operator>-shard<i>, so neither the main Deployment nor its Service selects them.
+func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
+	so := o
+	so.Shards, so.Controllers = 0, []string{"kinds"}
+	so.TokenSecret, so.WebhookSecret = SecretKey{}, SecretKey{} // no git in a shard
+	so.RunArgs = nil
+	for _, a := range o.RunArgs {
+		if strings.HasPrefix(a, "--log-level=") {
+			so.RunArgs = append(so.RunArgs, a)
+		}
+	}
+	d := Deployment(so)
+	name := fmt.Sprintf("%s-shard%d", OperatorName, i)
+	sel := map[string]string{kinds.LabelName: OperatorName, kinds.LabelInstance: name}
+	d.Name = name
+	d.Labels[kinds.LabelInstance] = name
+	d.Spec.Selector.MatchLabels = sel
+	d.Spec.Template.Labels = maps.Clone(sel)
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Args = append(c.Args, fmt.Sprintf("--watch-label-selector=%s=shard%d", reconcile.ShardLabel, i))
+	return d
 }
 
 // NonRootUID is the user and group the operator runs as: distroless's nonroot, which the
