@@ -10,9 +10,9 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/gitclone"
 	"github.com/openuniverse/operator/source/github"
 	"github.com/openuniverse/operator/source/github/githubtest"
-	"github.com/openuniverse/operator/source/gitclone"
 	"github.com/openuniverse/operator/upgrade/image"
 )
 
@@ -196,7 +196,9 @@ func TestCRCommitterGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.OnCommit = func(g *githubtest.GitData) { g.CommitAs("main", "human edit", map[string]string{"apps/db.yaml": "kind: SQL\nspec: {}\n"}) }
+	g.OnCommit = func(g *githubtest.GitData) {
+		g.CommitAs("main", "human edit", map[string]string{"apps/db.yaml": "kind: SQL\nspec: {}\n"})
+	}
 	c := &image.CRCommitter{Source: ghTree{g}, Writer: w, Branch: "main"}
 	res, err := c.SetImage(context.Background(), image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web -> v1.1.0"})
 	if err != nil {
