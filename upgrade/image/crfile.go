@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/source"
 )
@@ -68,14 +69,16 @@ type CRCommitter struct {
 	Author source.Signature
 	// Limits bound the parse of the tree (the sweep's); zero values are the defaults.
 	Limits source.Limits
+	// AfterCommit runs after a commit landed (the sweep's trigger, so it is applied at once).
+	AfterCommit func()
 }
 
-// SetImage commits c: the document declaring c.CR gets spec.image.tag c.Tag, every other byte
+// Commit commits c: the document declaring c.CR gets spec.image.tag c.Tag, every other byte
 // of the file kept. A file already at the tag is no commit (Committed.Commit empty). The
 // errors name the CR and the file: ErrCRNotFound, ErrCRAmbiguous, a file that does not
 // parse, ErrRepositoryChange, and the writer's (source.ErrConflict once the retries ran
 // out).
-func (w *CRCommitter) SetImage(ctx context.Context, c ImageChange) (Committed, error) {
+func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, error) {
 	if w.Writer == nil {
 		return Committed{}, errors.New("no git writer configured")
 	}
@@ -104,7 +107,30 @@ func (w *CRCommitter) SetImage(ctx context.Context, c ImageChange) (Committed, e
 	if err != nil {
 		return Committed{Path: path, Result: res}, fmt.Errorf("commit %s to %s: %w", c.CR, path, err)
 	}
+	if res.Commit != "" && w.AfterCommit != nil {
+		w.AfterCommit()
+	}
 	return Committed{Path: path, Result: res}, nil
+}
+
+// SetImage commits image (repository:tag) as the spec.image of the CR gvk namespace/name and
+// returns the commit, or the head that already names the image. file is where the sweep last
+// saw the CR, used only without a Source. It is the git write path of the deploy plane's
+// rollback and of the upgrade machine's revertInGit.
+func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (string, error) {
+	repo, tag, digest := splitRef(image)
+	if digest || tag == "" {
+		return "", fmt.Errorf("set image of %s %s/%s: %q is not a repository:tag image reference", gvk.Kind, namespace, name, image)
+	}
+	res, err := w.Commit(ctx, ImageChange{CR: Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name},
+		Repository: repo, Tag: tag, Message: message, Path: file})
+	if err != nil {
+		return "", err
+	}
+	if res.Commit == "" {
+		return res.Parent, nil
+	}
+	return res.Commit, nil
 }
 
 // find returns the one file declaring cr at the source's head.

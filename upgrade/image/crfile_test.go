@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -127,7 +129,7 @@ func TestCRCommitterGitServer(t *testing.T) {
 	c := &image.CRCommitter{Source: src, Writer: w, Branch: "main"}
 	ctx := context.Background()
 	start := time.Now()
-	res, err := c.SetImage(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web v1.0.0 -> v1.1.0\n"})
+	res, err := c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web v1.0.0 -> v1.1.0\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,23 +148,43 @@ func TestCRCommitterGitServer(t *testing.T) {
 		t.Fatalf("message %q", head.Message)
 	}
 	// Again: nothing to commit.
-	res, err = c.SetImage(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "again"})
+	res, err = c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "again"})
 	if err != nil || res.Commit != "" {
 		t.Fatalf("second write %+v %v", res, err)
 	}
+	// SetImage (the plane's rollback, the upgrade's revert) puts the old image back: the file
+	// is byte for byte the original, the sweep is triggered once, and a repeat returns the
+	// head that already names it without a commit.
+	fired := 0
+	c.AfterCommit = func() { fired++ }
+	gvk := schema.GroupVersionKind{Group: "hanzo.ai", Version: "v1", Kind: "Service"}
+	sha, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web:v1.0.0", "rollback apps/web to v1.0.0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, files = headOf(t, g)
+	if sha != head.Hash.String() || files["apps/web.yaml"] != crFile || fired != 1 {
+		t.Fatalf("rollback: sha %s head %s fired %d file\n%q", sha, head.Hash, fired, files["apps/web.yaml"])
+	}
+	if again, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web:v1.0.0", "again"); err != nil || again != sha || fired != 1 {
+		t.Fatalf("repeat: %s %v, fired %d", again, err, fired)
+	}
+	if _, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web@sha256:00", "m"); err == nil {
+		t.Fatal("a digest reference was accepted")
+	}
 	// Errors name the object and the file, never the token.
-	_, err = c.SetImage(ctx, image.ImageChange{CR: image.Object{APIVersion: "hanzo.ai/v1", Kind: "Service", Namespace: "apps", Name: "gone"}, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "m"})
+	_, err = c.Commit(ctx, image.ImageChange{CR: image.Object{APIVersion: "hanzo.ai/v1", Kind: "Service", Namespace: "apps", Name: "gone"}, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "m"})
 	if !errors.Is(err, image.ErrCRNotFound) || !strings.Contains(err.Error(), "Service.hanzo.ai apps/gone") {
 		t.Fatalf("missing CR: %v", err)
 	}
-	_, err = c.SetImage(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/other/web", Tag: "v1.1.0", Message: "m"})
+	_, err = c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/other/web", Tag: "v1.1.0", Message: "m"})
 	if !errors.Is(err, image.ErrRepositoryChange) || !strings.Contains(err.Error(), "apps/web.yaml") || strings.Contains(err.Error(), password) {
 		t.Fatalf("repository change: %v", err)
 	}
 	// The file moved between the lookup and the write: the edit, re-checked on the bytes
 	// being written, refuses rather than writing another object's file.
 	stale := &image.CRCommitter{Writer: w, Branch: "main"}
-	_, err = stale.SetImage(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.2.0", Message: "m", Path: "apps/api.yaml"})
+	_, err = stale.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.2.0", Message: "m", Path: "apps/api.yaml"})
 	if !errors.Is(err, image.ErrCRNotFound) || !strings.Contains(err.Error(), "apps/api.yaml") {
 		t.Fatalf("stale path: %v", err)
 	}
@@ -200,7 +222,7 @@ func TestCRCommitterGitHub(t *testing.T) {
 		g.CommitAs("main", "human edit", map[string]string{"apps/db.yaml": "kind: SQL\nspec: {}\n"})
 	}
 	c := &image.CRCommitter{Source: ghTree{g}, Writer: w, Branch: "main"}
-	res, err := c.SetImage(context.Background(), image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web -> v1.1.0"})
+	res, err := c.Commit(context.Background(), image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web -> v1.1.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
