@@ -42,6 +42,9 @@ type ImageChange struct {
 	Repository string
 	// Tag is the new spec.image.tag.
 	Tag string
+	// MoveRepository sets spec.image.repository to Repository when the file names another
+	// (a rollback to a recorded image); without it such a change is ErrRepositoryChange.
+	MoveRepository bool
 	// Message is the commit message; required. It must not carry a secret.
 	Message string
 	// Path, when the committer has no Source to find the file with, names it (the sweep's
@@ -103,7 +106,9 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 		branch = "main"
 	}
 	res, err := w.Writer.Write(ctx, source.Change{Branch: branch, Paths: []string{path}, Message: c.Message, Author: w.Author,
-		Edit: func(p string, data []byte) ([]byte, error) { return SetCRImage(p, data, c.CR, c.Repository, c.Tag) }})
+		Edit: func(p string, data []byte) ([]byte, error) {
+			return setCRImage(p, data, c.CR, c.Repository, c.Tag, c.MoveRepository)
+		}})
 	if err != nil {
 		return Committed{Path: path, Result: res}, fmt.Errorf("commit %s to %s: %w", c.CR, path, err)
 	}
@@ -115,7 +120,8 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 
 // SetImage commits image (repository:tag) as the spec.image of the CR gvk namespace/name and
 // returns the commit, or the head that already names the image. file is where the sweep last
-// saw the CR, used only without a Source. It is the git write path of the deploy plane's
+// saw the CR, used only without a Source. The repository is set too when the file names
+// another one (the image recorded in the history is the truth). It is the git write path of the deploy plane's
 // rollback and of the upgrade machine's revertInGit.
 func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (string, error) {
 	repo, tag, digest := splitRef(image)
@@ -123,7 +129,7 @@ func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.Grou
 		return "", fmt.Errorf("set image of %s %s/%s: %q is not a repository:tag image reference", gvk.Kind, namespace, name, image)
 	}
 	res, err := w.Commit(ctx, ImageChange{CR: Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name},
-		Repository: repo, Tag: tag, Message: message, Path: file})
+		Repository: repo, Tag: tag, MoveRepository: true, Message: message, Path: file})
 	if err != nil {
 		return "", err
 	}
@@ -214,6 +220,19 @@ func FindCR(snap *source.Snapshot, cr Object, l source.Limits) (string, error) {
 // its repository must be repository (normalized: docker.io/library/x is x). A file already at
 // tag comes back unchanged. Errors name the file and the object.
 func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
+	return setCRImage(path, data, cr, repository, tag, false)
+}
+
+// MoveCRImage is SetCRImage that also sets spec.image.repository when the file names another
+// one (a rollback or revert to an image recorded under another repository).
+func MoveCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
+	return setCRImage(path, data, cr, repository, tag, true)
+}
+
+func setCRImage(path string, data []byte, cr Object, repository, tag string, move bool) ([]byte, error) {
+	if move && strings.TrimSpace(repository) == "" {
+		return nil, fmt.Errorf("%s: %s: no repository to set", path, cr)
+	}
 	if !ValidTag(tag) {
 		return nil, fmt.Errorf("%s: %q is not a valid image tag", path, tag)
 	}
@@ -252,6 +271,7 @@ func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]
 	}
 	want := normalizeRepo(repository)
 	var s Site
+	var repoSite *Site
 	var err error
 	switch image.Kind {
 	case yaml.MappingNode:
@@ -259,7 +279,13 @@ func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]
 		if repo == nil || repo.Kind != yaml.ScalarNode {
 			return nil, fmt.Errorf("%s: %s: spec.image has no repository", path, cr)
 		}
-		if want != "" && normalizeRepo(repo.Value) != want {
+		if move && normalizeRepo(repo.Value) != want {
+			rs, err := site(data, lines, repo, flow || image.Style&yaml.FlowStyle != 0, false, Object{})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: spec.image.repository: %w", path, cr, err)
+			}
+			repoSite = &rs
+		} else if want != "" && normalizeRepo(repo.Value) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image.repository %s, the change %s: %w", path, cr, repo.Value, repository, ErrRepositoryChange)
 		}
 		if tagNode == nil {
@@ -271,6 +297,13 @@ func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]
 		s, err = site(data, lines, tagNode, flow || image.Style&yaml.FlowStyle != 0, false, Object{})
 	case yaml.ScalarNode:
 		name, _, _ := splitRef(image.Value)
+		if move && normalizeRepo(name) != want {
+			s, err = site(data, lines, image, flow, true, Object{})
+			if err == nil {
+				s.refPrefix, s.Current = repository+":", "" // the whole reference changes
+			}
+			break
+		}
 		if want != "" && normalizeRepo(name) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image %s, the change %s: %w", path, cr, image.Value, repository, ErrRepositoryChange)
 		}
@@ -281,14 +314,28 @@ func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", path, cr, err)
 	}
-	if s.Current == tag {
+	if s.Current == tag && repoSite == nil {
 		return data, nil
 	}
 	var out bytes.Buffer
-	out.Grow(len(data) + len(tag))
-	out.Write(data[:s.start])
-	out.WriteString(render(s, tag))
-	out.Write(data[s.end:])
+	out.Grow(len(data) + len(tag) + len(repository))
+	last := 0
+	splice := func(at Site, value string) {
+		out.Write(data[last:at.start])
+		out.WriteString(render(at, value))
+		last = at.end
+	}
+	switch {
+	case repoSite == nil:
+		splice(s, tag)
+	case repoSite.start < s.start:
+		splice(*repoSite, repository)
+		splice(s, tag)
+	default:
+		splice(s, tag)
+		splice(*repoSite, repository)
+	}
+	out.Write(data[last:])
 	return out.Bytes(), nil
 }
 

@@ -29,7 +29,17 @@ func TestSetCRImage(t *testing.T) {
 		want                  string
 		err                   string
 		errIs                 error
+		move                  bool
 	}{
+		{name: "move: repository and tag, the tag first in the file", move: true, cr: webCR, repo: "ghcr.io/old/web", tag: "v0.9.0",
+			data: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image:\n    tag: v1.0.0\n    repository: \"ghcr.io/hanzo/web\" # new home\n",
+			want: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image:\n    tag: v0.9.0\n    repository: \"ghcr.io/old/web\" # new home\n"},
+		{name: "move: a scalar reference", move: true, cr: webCR, repo: "ghcr.io/old/web", tag: "v0.9.0",
+			data: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image: ghcr.io/hanzo/web:v1.0.0 # x\n",
+			want: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image: ghcr.io/old/web:v0.9.0 # x\n"},
+		{name: "move: same repository is a tag change", move: true, cr: webCR, repo: "ghcr.io/hanzo/web", tag: "v0.9.0",
+			data: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image: {repository: ghcr.io/hanzo/web, tag: v1.0.0}\n",
+			want: "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec:\n  image: {repository: ghcr.io/hanzo/web, tag: v0.9.0}\n"},
 		{name: "the right document of two with the same repository, quotes and comment kept", data: two, repo: "ghcr.io/hanzo/web", tag: "v1.1.0", cr: webCR,
 			want: strings.Replace(two, `tag: "v1.0.0" # pinned`, `tag: "v1.1.0" # pinned`, 1)},
 		{name: "another served version of the same group", data: two, repo: "ghcr.io/hanzo/web", tag: "v1.1.0", cr: image.Object{APIVersion: "hanzo.ai/v1alpha1", Kind: "Service", Namespace: "apps", Name: "web"},
@@ -61,6 +71,13 @@ func TestSetCRImage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.move {
+				got, err := image.MoveCRImage("crs/web.yaml", []byte(c.data), c.cr, c.repo, c.tag)
+				if err != nil || string(got) != c.want {
+					t.Fatalf("got %v\n%q\nwant\n%q", err, got, c.want)
+				}
+				return
+			}
 			got, err := image.SetCRImage("crs/web.yaml", []byte(c.data), c.cr, c.repo, c.tag)
 			if c.err != "" || c.errIs != nil {
 				if err == nil || !strings.Contains(err.Error(), c.err) || (c.errIs != nil && !errors.Is(err, c.errIs)) {
