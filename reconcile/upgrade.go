@@ -364,11 +364,13 @@ func (r *KindReconciler) buildAt(cr kinds.Object, image string) ([]*unstructured
 	}
 	spec := r.Entry.ServiceSpec(cp)
 	repo, tag := upgrade.SplitImage(image)
-	img := &v1.ImageSpec{Repository: repo, Tag: tag}
+	img := v1.ImageSpec{Repository: repo, Tag: tag}
 	if spec.Image != nil {
 		img.PullPolicy = spec.Image.PullPolicy
+		*spec.Image = img // through the pointer into the copy (a HanzoService's converted spec)
+	} else {
+		spec.Image = &img
 	}
-	spec.Image = img
 	objs, err := r.Entry.Build(cp, r.Context)
 	if err == nil {
 		err = normalize.UnstructuredList(objs)
