@@ -161,7 +161,7 @@ func TestDeployPlane(t *testing.T) {
 	t.Run("shapes", func(t *testing.T) { planeShapes(t, api, admin, ns, sha) })
 	t.Run("tenancy", func(t *testing.T) { planeTenancy(t, api, member, admin, ns) })
 	t.Run("sync", func(t *testing.T) { planeSync(t, api, op, cl, admin, ns) })
-	t.Run("rollback", func(t *testing.T) { planeRollback(t, api, cl, admin, ns) })
+	t.Run("rollback", func(t *testing.T) { planeRollback(t, api, cl, repo, admin, ns) })
 	t.Run("stream", func(t *testing.T) { planeStream(t, api, cl, admin, member, ns) })
 	t.Run("tokens", func(t *testing.T) {
 		expired := iss.Token(map[string]any{"sub": "root", "aud": planeAudience, "groups": []string{"admin"},
@@ -421,16 +421,50 @@ func planeSync(t *testing.T, api planeAPI, op *operator, cl *cluster, admin, ns 
 	}
 }
 
-func planeRollback(t *testing.T, api planeAPI, cl *cluster, admin, ns string) {
+func planeRollback(t *testing.T, api planeAPI, cl *cluster, repo *gitRepo, admin, ns string) {
 	ctx := context.Background()
 	q := "?appNamespace=" + ns
-	// web came from git: a rollback must go through the repository
-	var web plane.Application
-	api.get(t, "/api/v1/applications/web"+q, admin, &web)
-	code, b := api.do(t, http.MethodPost, "/api/v1/applications/web/rollback"+q, admin, plane.RollbackRequest{ID: web.Status.History[0].ID, AppNamespace: ns})
-	if code != http.StatusNotImplemented || !strings.Contains(string(b), "apps/web.yaml") {
-		t.Errorf("rollback of a CR from git: %d %s, want 501 naming apps/web.yaml (no git write path yet)", code, b)
+	// web came from git: a rollback goes through the repository. Its upgrade history (as the
+	// upgrade machine records it) names an older image.
+	webCR, err := getObj(ctx, cl.c, universeGVK("Service"), ns, "web")
+	if err != nil {
+		t.Fatal(err)
 	}
+	hist := []byte(`{"status":{"upgradeHistory":[{"image":"ghcr.io/hanzoai/example:v1.2.0","result":"Succeeded","at":"2026-11-30T09:00:00Z"}]}}`)
+	if err := cl.c.Status().Patch(ctx, webCR, client.RawPatch(types.MergePatchType, hist)); err != nil {
+		t.Fatal(err)
+	}
+	var web plane.Application
+	waitFor(t, "web's history", 30*time.Second, func() (bool, string) {
+		web = plane.Application{}
+		api.get(t, "/api/v1/applications/web"+q, admin, &web)
+		return len(web.Status.History) > 0 && web.Status.History[0].Revision == "ghcr.io/hanzoai/example:v1.2.0", fmt.Sprintf("%+v", web.Status.History)
+	})
+	before, _ := repo.head(t, "apps/web.yaml")
+	code, b := api.do(t, http.MethodPost, "/api/v1/applications/web/rollback"+q, admin, plane.RollbackRequest{ID: web.Status.History[0].ID, AppNamespace: ns})
+	if code != http.StatusOK {
+		t.Fatalf("rollback of a CR from git: %d %s, want 200 and a commit", code, b)
+	}
+	var rolled plane.Application
+	strictDecode(t, "rollback", b, &rolled)
+	head, file := repo.head(t, "apps/web.yaml")
+	if rolled.Operation == nil || rolled.Operation.Sync == nil || rolled.Operation.Sync.Revision != head.Hash.String() ||
+		len(head.ParentHashes) != 1 || head.ParentHashes[0] != before.Hash {
+		t.Fatalf("rollback answered %+v; head %s (parents %v), before %s", rolled.Operation, head.Hash, head.ParentHashes, before.Hash)
+	}
+	if !strings.Contains(file, "    tag: v1.2.0\n") || !strings.Contains(head.Message, "rollback Service "+ns+"/web to ghcr.io/hanzoai/example:v1.2.0") ||
+		!strings.Contains(head.Message, "root@example.test") {
+		t.Errorf("rollback commit %q, file\n%s", head.Message, file)
+	}
+	waitFor(t, "web's Deployment on the rolled-back image (the sweep applied the commit)", time.Minute, func() (bool, string) {
+		d, err := getObj(ctx, cl.c, gvkDeployment, ns, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		img := cs[0].(map[string]any)["image"]
+		return img == "ghcr.io/hanzoai/example:v1.2.0", fmt.Sprint(img)
+	})
 	// a CR created in the cluster, with an upgrade history its upgrade machine recorded
 	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "hanzo.ai/v1", "kind": "Service",

@@ -74,6 +74,7 @@ func TestGroupVersions(t *testing.T) {
 func TestServiceSpecAccessor(t *testing.T) {
 	reg := kinds.Builtin()
 	checked := 0
+	kindsSeen := map[string]bool{}
 	for _, c := range goldenCases(t) {
 		e, ok := reg.Lookup(c.Obj.GroupVersionKind(), kinds.DefaultAPIGroup)
 		if !ok || e.ServiceSpec == nil {
@@ -88,7 +89,8 @@ func TestServiceSpecAccessor(t *testing.T) {
 		if spec == nil || spec.Image == nil || spec.Image.Repository == "" {
 			continue // an App of another role, or a CR the builder refuses
 		}
-		spec.Image = &v1.ImageSpec{Repository: "example.test/override", Tag: "v9"}
+		*spec.Image = v1.ImageSpec{Repository: "example.test/override", Tag: "v9"} // as the upgrade machine does
+		kindsSeen[e.Kind] = true
 		objs, err := e.Build(cp, kinds.Context{APIGroup: kinds.DefaultAPIGroup})
 		if err != nil {
 			continue
@@ -102,8 +104,8 @@ func TestServiceSpecAccessor(t *testing.T) {
 		}
 		checked++
 	}
-	if checked < 5 {
-		t.Errorf("only %d Service-shaped golden CRs checked", checked)
+	if checked < 5 || !kindsSeen["HanzoService"] {
+		t.Errorf("only %d Service-shaped golden CRs checked (%v); want HanzoService among them", checked, kindsSeen)
 	}
 	if e := reg[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "SQL"}]; e.ServiceSpec != nil {
 		t.Error("SQL is not Service-shaped")

@@ -66,9 +66,10 @@ type Entry struct {
 	// and the Kind controller is not started for the Kind; when it does not, Build halts
 	// (Pending, NotImplemented) naming the loop to enable.
 	Loop string
-	// ServiceSpec, for the Service-shaped Kinds, returns the CR's ServiceSpec (a pointer into
-	// the CR: the upgrade machine sets the image of a copy through it), or nil when this CR does
-	// not build through the Service path (an App of another role). Nil for other Kinds.
+	// ServiceSpec, for the Service-shaped Kinds, returns the CR's ServiceSpec, whose Image
+	// points into the CR (the upgrade machine sets the image of a copy through it: *Image =),
+	// or nil when this CR does not build through the Service path (an App of another role).
+	// Nil for other Kinds.
 	ServiceSpec func(cr Object) *v1.ServiceSpec
 }
 

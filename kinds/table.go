@@ -93,9 +93,9 @@ func Builtin() Registry {
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.
-		entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {
+		withServiceSpec(entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {
 			return buildService(o, &v1alpha1.ToService(cr).Spec)
-		}, serviceOwns...),
+		}, serviceOwns...), hanzoServiceSpec),
 		entry(legacy, "HanzoDatastore", uni, newOf[v1alpha1.HanzoDatastore], func(cr *v1alpha1.HanzoDatastore, o owner) (built, error) {
 			ds := v1alpha1.ToDatastore(cr)
 			return buildDatastore(o, &ds.Spec.DBSpec, ds.Engine(), ds.Labels)
@@ -173,6 +173,14 @@ func canonical[T Object](kind string, newT func() T, build func(T, owner) (built
 		panic("kinds: " + kind + " is not a Kind of kinds/v1")
 	}
 	return entry(PlacementCanonical, kind, fam, newT, build, owns...)
+}
+
+// hanzoServiceSpec is the converted spec of a HanzoService whose Image points into the CR, so
+// the upgrade machine's image, written through it, is what the conversion builds.
+func hanzoServiceSpec(cr *v1alpha1.HanzoService) *v1.ServiceSpec {
+	s := v1alpha1.ToService(cr).Spec
+	s.Image = &cr.Spec.Image
+	return &s
 }
 
 // withServiceSpec sets the Entry's ServiceSpec accessor.

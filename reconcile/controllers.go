@@ -54,7 +54,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		return err == nil
 	}
-	ups := &Upgrades{Enabled: o.upgrades, Client: direct, Served: served}
+	ups := &Upgrades{Enabled: o.upgrades, Client: direct, Served: served, Git: o.git}
 	// The collector runs whatever the gate says: pre-flights left by a gate since closed are
 	// reclaimed too.
 	if err := mgr.Add(&PreflightGC{Client: direct, Served: served, Interval: o.gcInterval, Grace: o.gcGrace, Now: time.Now,
@@ -120,7 +120,12 @@ type SetupOption func(*setupOptions)
 type setupOptions struct {
 	upgrades            bool
 	gcInterval, gcGrace time.Duration
+	git                 GitWriter
 }
+
+// WithGitWriter gives the upgrade machine the operator's git write path, for
+// spec.upgradePolicy.revertInGit (nil: none, and such CRs say so).
+func WithGitWriter(g GitWriter) SetupOption { return func(o *setupOptions) { o.git = g } }
 
 // WithUpgrades opens the cluster gate of the upgrade machine (--upgrade-fsm): CRs whose
 // spec.upgradePolicy.enabled is true are then upgraded through pre-flight, health gate and

@@ -79,7 +79,27 @@ type Upgrades struct {
 	Client client.Client
 	// Served tells whether the cluster serves a kind (the VolumeSnapshot API).
 	Served func(schema.GroupVersionKind) bool
+	// Git commits a failed upgrade's revert to the universe repository
+	// (spec.upgradePolicy.revertInGit); nil when the operator has no git write path.
+	Git GitWriter
 }
+
+// GitWriter commits a CR's image to the file of the universe repository that declares it
+// (file, when not empty, is where the sweep last saw it; the writer finds it at the head).
+// It returns the commit, or the head already naming the image. cmd/operator wires the CR
+// write path of upgrade/image.
+type GitWriter interface {
+	SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (commit string, err error)
+}
+
+// Events of the revert in git.
+const (
+	EventRevertedInGit     = "UpgradeRevertedInGit"
+	EventRevertInGitFailed = "UpgradeRevertInGitFailed"
+)
+
+// revertRetry is how soon a failed revert commit is tried again.
+const revertRetry = time.Minute
 
 // upgradeStep is what the upgrade phase decided for one reconcile.
 type upgradeStep struct {
@@ -212,6 +232,7 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 	}
 	d := upgrade.Plan(obs, cfg, r.Now())
 	r.recordUpgrade(ctx, cr, prev, d)
+	revertNote, revertRequeue := r.revertInGit(ctx, cr, spec, &d)
 	if d.Image != desiredImage {
 		if step.desired, err = r.buildAt(cr, d.Image); err != nil {
 			return nil, err
@@ -227,9 +248,57 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 		step.requeue = upgradeRequeue
 	case upgrade.Failed:
 		step.condition = &metav1.Condition{Type: ConditionUpgradeFailed, Status: metav1.ConditionTrue, Reason: "UpgradeFailed",
-			Message: fmt.Sprintf("the upgrade to %s failed (%s); production runs %s until spec.image changes", d.Upgrade.TargetImage, d.Upgrade.Message, d.Image)}
+			Message: fmt.Sprintf("the upgrade to %s failed (%s); production runs %s until spec.image changes%s", d.Upgrade.TargetImage, d.Upgrade.Message, d.Image, revertNote)}
+		step.requeue = revertRequeue
 	}
 	return step, nil
+}
+
+// revertInGit commits the image of a CR from the git sweep back to lastGood once its upgrade
+// is latched Failed and spec.upgradePolicy.revertInGit asks (upgrade.RevertDue), recording
+// the commit in d.Upgrade.revertCommit so it happens once per failure. It returns a note for
+// the UpgradeFailed condition and, after a failed commit, when to try again.
+func (r *KindReconciler) revertInGit(ctx context.Context, cr kinds.Object, spec *v1.ServiceSpec, d *upgrade.Decision) (string, time.Duration) {
+	asks := spec.UpgradePolicy != nil && spec.UpgradePolicy.RevertInGit
+	if d.Phase() != upgrade.Failed || !asks {
+		return "", 0
+	}
+	if d.Upgrade.RevertCommit != "" {
+		return "; the universe repository names " + d.LastGood + " again (commit " + shortSHA(d.Upgrade.RevertCommit) + ")", 0
+	}
+	fromGit := appliedBy(cr, ManagerGitOps)
+	rv := upgrade.RevertDue(*d, asks, fromGit)
+	switch {
+	case !fromGit:
+		return "; revertInGit: the CR was not applied from the universe repository, nothing to revert there", 0
+	case rv == nil:
+		return "; revertInGit: no last good image to put back in the universe repository", 0
+	case r.Upgrades.Git == nil:
+		return "; revertInGit: this operator has no git write path (the git sweep is off), the repository still names " + rv.Failed, 0
+	}
+	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
+	commit, err := r.Upgrades.Git.SetImage(ctx, "", gvk, cr.GetNamespace(), cr.GetName(), rv.Image, rv.Message(gvk.Kind, cr.GetNamespace(), cr.GetName()))
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Revert in git failed", "image", rv.Image, "failed", rv.Failed)
+		if r.Recorder != nil {
+			r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, EventRevertInGitFailed, "Upgrade", "committing %s back to the universe repository failed: %v", rv.Image, err)
+		}
+		return "; revertInGit: the commit failed and is retried: " + err.Error(), revertRetry
+	}
+	d.Upgrade = d.Upgrade.DeepCopy() // the Failed latch shares the stored status
+	d.Upgrade.RevertCommit = commit
+	logr.FromContextOrDiscard(ctx).Info("Reverted the failed image in git", "image", rv.Image, "failed", rv.Failed, "commit", commit)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cr, nil, corev1.EventTypeNormal, EventRevertedInGit, "Upgrade", "committed %s back to the universe repository (%s): the upgrade to %s failed", rv.Image, shortSHA(commit), rv.Failed)
+	}
+	return "; the universe repository names " + rv.Image + " again (commit " + shortSHA(commit) + ")", 0
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // upgrade is the phase between build and apply: for a Service-shaped CR it runs the upgrade
@@ -285,11 +354,13 @@ func (r *KindReconciler) buildAt(cr kinds.Object, image string) ([]*unstructured
 	}
 	spec := r.Entry.ServiceSpec(cp)
 	repo, tag := upgrade.SplitImage(image)
-	img := &v1.ImageSpec{Repository: repo, Tag: tag}
+	img := v1.ImageSpec{Repository: repo, Tag: tag}
 	if spec.Image != nil {
 		img.PullPolicy = spec.Image.PullPolicy
+		*spec.Image = img // through the pointer into the copy (a HanzoService's converted spec)
+	} else {
+		spec.Image = &img
 	}
-	spec.Image = img
 	objs, err := r.Entry.Build(cp, r.Context)
 	if err == nil {
 		err = normalize.UnstructuredList(objs)

@@ -43,6 +43,8 @@ type planeDeps struct {
 	// leader's sweep watches it) instead of this process's trigger.
 	LeaderElect, Standalone bool
 	RepoURL, Branch         string
+	// GitWriter commits the rollback of a CR from git (nil: none, the rollback answers 501).
+	GitWriter plane.GitWriter
 }
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
@@ -86,10 +88,9 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeD
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace,
 		Git: gitState, GitManager: reconcile.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
-		Differ:  crDiffer{d: &reconcile.Differ{Client: direct, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
-		Actions: &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
-		// GitWriter: the git write path (issue 12) is not on main yet; a rollback of a CR
-		// from git answers 501 naming the file to change.
+		Differ:        crDiffer{d: &reconcile.Differ{Client: direct, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
+		Actions:       &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
+		GitWriter:     d.GitWriter,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),

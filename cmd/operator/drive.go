@@ -103,8 +103,9 @@ func contains(s []string, v string) bool {
 }
 
 // setupDriveLoops adds the drive, tenants and agents loops that --controllers names.
-// The git write path of the drive loop is not wired yet: a CR from the git sweep gets
-// DriveFailed (not configured) instead of a patch the sweep would revert.
+// committer is the git write path (nil without the git sweep: a CR from the sweep then gets
+// DriveFailed, not configured, instead of a patch the sweep would revert); afterCommit the
+// sweep's trigger, so a committed tag is applied at once.
 func setupDriveLoops(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, afterCommit func(), log logr.Logger) error {
 	d := &o.Drive
 	if contains(o.Controllers, loopDrive) {

@@ -33,7 +33,16 @@ var runPassThrough = []string{
 	"github-repository", "github-branch", "github-path", "github-api-url",
 	"gitops-resync", "gitops-namespaces", "gitops-apply-scope",
 	"controllers", "log-level",
+	// the drive, tenants and agents loops (their token files come from Secrets too; the
+	// tenant ClusterRole is fixed, since install grants bind on exactly that one)
+	"drive-platform-url", "drive-org-id", "drive-cluster", "drive-mode", "drive-allow", "drive-interval", "drive-rollout-timeout",
+	"tenant-label", "tenant-rolebinding", "tenant-subject", "tenant-pull-secret", "tenant-pull-secret-source",
+	"agent-deploy-mode", "agent-cloud-url", "agent-visor-url",
 }
+
+// installControllers are the loops an installed operator runs unless --controllers says
+// otherwise: operator run's default and tenant onboarding, whose RBAC install always grants.
+var installControllers = []string{loopKinds, loopGitOps, loopImageUpdate, loopTenants}
 
 // installFlags are the flags of `operator install`.
 type installFlags struct {
@@ -82,6 +91,11 @@ func newInstallCommand() *cobra.Command {
 	fs.StringVar(&o.TokenSecret.Key, "gitops-token-secret-key", "token", "Key of the token in --gitops-token-secret.")
 	fs.StringVar(&o.WebhookSecret.Name, "gitops-webhook-secret", "", "Secret holding the push webhook's HMAC secret (passed as --gitops-webhook-secret-file); required with a git source.")
 	fs.StringVar(&o.WebhookSecret.Key, "gitops-webhook-secret-key", "secret", "Key of the HMAC secret in --gitops-webhook-secret.")
+	fs.StringVar(&o.DriveTokenSecret.Name, "drive-token-secret", "", "Secret holding the platform's Bearer token for the drive loop (passed as --drive-token-file).")
+	fs.StringVar(&o.DriveTokenSecret.Key, "drive-token-secret-key", "token", "Key of the token in --drive-token-secret.")
+	fs.StringVar(&o.AgentCloudTokenSecret.Name, "agent-cloud-token-secret", "", "Secret holding the cloud API token for the agents loop (passed as --agent-cloud-token-file).")
+	fs.StringVar(&o.AgentCloudTokenSecret.Key, "agent-cloud-token-secret-key", "token", "Key of the token in --agent-cloud-token-secret.")
+	fs.StringVar(&o.AgentVisorSecret, "agent-visor-secret", "", "Secret holding visor's IAM client id and secret under the keys client-id and client-secret (agents loop).")
 	fs.BoolVar(&f.print, "print", false, "Write the manifests to stdout instead of applying them; needs no cluster.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	run := pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -103,7 +117,7 @@ func (f *installFlags) complete() error {
 			f.o.RunArgs = append(f.o.RunArgs, "--"+name+"="+flagValue(fl))
 		}
 	}
-	f.o.Controllers = nil
+	f.o.Controllers = slices.Clone(installControllers)
 	if fl := f.fs.Lookup("controllers"); fl.Changed {
 		f.o.Controllers = fl.Value.(pflag.SliceValue).GetSlice()
 	}
@@ -122,7 +136,7 @@ func (f *installFlags) complete() error {
 		return fmt.Errorf("--git-url %s: install mounts no ssh key; use an https URL with --gitops-token-secret", gitURL)
 	case !hasSource && (f.o.TokenSecret.Name != "" || f.o.WebhookSecret.Name != ""):
 		return errors.New("--gitops-token-secret and --gitops-webhook-secret need a git source (--git-url or --github-repository)")
-	case hasSource && f.o.Controllers != nil && !slices.Contains(f.o.Controllers, "gitops"):
+	case hasSource && !slices.Contains(f.o.Controllers, "gitops"):
 		return fmt.Errorf("a git source is set but --controllers=%s runs no gitops loop", strings.Join(f.o.Controllers, ","))
 	case hasSource && f.o.WebhookSecret.Name == "":
 		return errors.New("a git source needs --gitops-webhook-secret: POST /reconcile refuses unsigned requests in the cluster")
@@ -130,11 +144,18 @@ func (f *installFlags) complete() error {
 	if err := checkLoops(f.o.Controllers); err != nil {
 		return err
 	}
-	for _, c := range f.o.Controllers {
-		if c == loopDrive || c == loopAgents {
-			// their token files would need Secrets install does not mount yet
-			return fmt.Errorf("--controllers=%s: install does not configure the %s loop's token files; edit the Deployment that --print writes", strings.Join(f.o.Controllers, ","), c)
-		}
+	drive, agents := slices.Contains(f.o.Controllers, loopDrive), slices.Contains(f.o.Controllers, loopAgents)
+	switch {
+	case !drive && (f.o.DriveTokenSecret.Name != "" || get("drive-platform-url") != ""):
+		return errors.New("--drive-platform-url and --drive-token-secret configure the drive loop, which --controllers does not run")
+	case drive && get("drive-platform-url") != "" && f.o.DriveTokenSecret.Name == "":
+		return errors.New("the drive loop needs --drive-token-secret with --drive-platform-url: the platform's token comes from a Secret")
+	case !agents && (f.o.AgentCloudTokenSecret.Name != "" || f.o.AgentVisorSecret != ""):
+		return errors.New("--agent-cloud-token-secret and --agent-visor-secret configure the agents loop, which --controllers does not run")
+	case get("agent-cloud-url") != "" && f.o.AgentCloudTokenSecret.Name == "":
+		return errors.New("--agent-cloud-url needs --agent-cloud-token-secret")
+	case get("agent-visor-url") != "" && f.o.AgentVisorSecret == "":
+		return errors.New("--agent-visor-url needs --agent-visor-secret (keys client-id and client-secret)")
 	}
 	return nil
 }

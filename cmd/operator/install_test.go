@@ -105,7 +105,11 @@ func TestInstallRefuses(t *testing.T) {
 		"source without webhook":   {[]string{"--github-repository", "o/u"}, "needs --gitops-webhook-secret"},
 		"source without the loop":  {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--controllers", "kinds"}, "runs no gitops loop"},
 		"unknown loop":             {[]string{"--controllers", "kinds,sweep"}, `unknown loop "sweep"`},
-		"a loop needing files":     {[]string{"--controllers", "kinds,drive"}, "does not configure the drive loop"},
+		"drive without its token":  {[]string{"--controllers", "kinds,drive", "--drive-platform-url", "https://platform.example"}, "needs --drive-token-secret"},
+		"drive token, no loop":     {[]string{"--drive-token-secret", "p"}, "which --controllers does not run"},
+		"agents secret, no loop":   {[]string{"--agent-visor-secret", "v"}, "which --controllers does not run"},
+		"cloud url without token":  {[]string{"--controllers", "kinds,agents", "--agent-cloud-url", "https://cloud.example"}, "needs --agent-cloud-token-secret"},
+		"visor url without secret": {[]string{"--controllers", "kinds,agents", "--agent-visor-url", "https://visor.example"}, "needs --agent-visor-secret"},
 		"no replicas":              {[]string{"--replicas", "0"}, "want at least 1"},
 		"token secret without key": {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--gitops-token-secret", "t", "--gitops-token-secret-key", ""}, "needs a key"},
 	}
@@ -188,7 +192,7 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"gitops-resync": "30s", "gitops-namespaces": "apps",
 		"gitops-token-file": install.TokenFile, "gitops-webhook-secret-file": install.WebhookSecretFile,
 		"leader-elect": "false", "log-level": "debug", "git-cache-dir": "",
-		"controllers": "kinds,gitops,imageupdate", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
+		"controllers": "kinds,gitops,imageupdate,tenants", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
 		"webhook-bind-address": ":8082",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -242,6 +246,62 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 	}
 	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "PodDisruptionBudget" }) {
 		t.Error("no PodDisruptionBudget with two replicas")
+	}
+}
+
+// TestInstallDriveAndAgents: install configures the drive and agents loops as operator run
+// takes them: the pass-through flags as given, each token a read-only mount of its Secret's
+// key at the file the run flag names.
+func TestInstallDriveAndAgents(t *testing.T) {
+	manifests := printed(t, kinds.DefaultAPIGroup, "install", "--print", "--controllers", "kinds,drive,tenants,agents",
+		"--drive-platform-url", "https://platform.example", "--drive-token-secret", "platform", "--drive-token-secret-key", "bearer",
+		"--drive-cluster", "prod-1", "--drive-mode", "dry-run", "--drive-allow", "hanzo/*", "--drive-org-id", "hanzo",
+		"--tenant-label", "example.org/tenant=yes", "--agent-deploy-mode", "bind-only",
+		"--agent-cloud-url", "https://cloud.example", "--agent-cloud-token-secret", "cloud",
+		"--agent-visor-url", "https://visor.example", "--agent-visor-secret", "visor")
+	d := deploymentOf(t, objects(t, manifests))
+	ctr := d.Spec.Template.Spec.Containers[0]
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o := &runOptions{}
+	o.BindFlags(fs)
+	if err := fs.Parse(ctr.Args[1:]); err != nil {
+		t.Fatalf("operator run refuses the installed arguments %q: %v", ctr.Args, err)
+	}
+	if err := checkLoops(o.Controllers); err != nil || strings.Join(o.Controllers, ",") != "kinds,drive,tenants,agents" {
+		t.Errorf("controllers %v (%v)", o.Controllers, err)
+	}
+	dr := o.Drive
+	got := []string{dr.PlatformURL, dr.TokenFile, dr.Cluster, dr.Mode, dr.Allow, dr.OrgID, dr.TenantLabel, dr.AgentMode, dr.CloudURL, dr.CloudTokenFile, dr.VisorURL, dr.VisorIDFile, dr.VisorSecretFile}
+	want := []string{"https://platform.example", install.DriveTokenFile, "prod-1", "dry-run", "hanzo/*", "hanzo", "example.org/tenant=yes", "bind-only",
+		"https://cloud.example", install.AgentCloudTokenFile, "https://visor.example", install.AgentVisorIDFile, install.AgentVisorSecretFile}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("drive and agents options from the installed args (-want +got):\n%s", diff)
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	for file, secret := range map[string][2]string{install.DriveTokenFile: {"platform", "bearer"}, install.AgentCloudTokenFile: {"cloud", "token"},
+		install.AgentVisorIDFile: {"visor", "client-id"}, install.AgentVisorSecretFile: {"visor", "client-secret"}} {
+		var m *corev1.VolumeMount
+		for i := range ctr.VolumeMounts {
+			if ctr.VolumeMounts[i].MountPath == path.Dir(file) {
+				m = &ctr.VolumeMounts[i]
+			}
+		}
+		if m == nil || !m.ReadOnly || m.SubPath != "" {
+			t.Errorf("%s: mount %+v, want a read-only mount of its directory", file, m)
+			continue
+		}
+		s := volumes[m.Name].Secret
+		if s == nil || s.SecretName != secret[0] || !cmp.Equal(s.Items, []corev1.KeyToPath{{Key: secret[1], Path: path.Base(file)}}) {
+			t.Errorf("%s: volume %+v, want Secret %s key %s", file, volumes[m.Name], secret[0], secret[1])
+		}
+	}
+	for _, a := range ctr.Args {
+		if strings.Contains(a, "tenant-clusterrole") {
+			t.Errorf("install passed %s: the tenant ClusterRole is the one its RBAC may bind", a)
+		}
 	}
 }
 

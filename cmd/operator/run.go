@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/drive/plane"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
@@ -181,9 +182,14 @@ func run(o *runOptions) error {
 	}
 	mux := http.NewServeMux() // POST /reconcile and GET /gitops
 
+	var gw *gitWrite // the write path to the universe repository; nil without the sweep
+	kindOpts := []reconcile.SetupOption{reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace)}
+	if wantGitWrite(o) {
+		gw = &gitWrite{}
+		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))
+	}
 	if slices.Contains(o.Controllers, "kinds") {
-		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"),
-			reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace)); err != nil {
+		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"), kindOpts...); err != nil {
 			return err
 		}
 	}
@@ -191,6 +197,11 @@ func run(o *runOptions) error {
 	if slices.Contains(o.Controllers, "gitops") {
 		if sweep, err = setupGitOps(mgr, cfg, o, mux, ready, log); err != nil {
 			return err
+		}
+		if gw != nil {
+			if err := gw.open(o, sweep); err != nil {
+				return err
+			}
 		}
 	}
 	if slices.Contains(o.Controllers, "imageupdate") {
@@ -202,12 +213,19 @@ func run(o *runOptions) error {
 			return err
 		}
 	}
-	if err := setupDriveLoops(mgr, o, nil, nil, log); err != nil {
+	var tags drive.TagCommitter // a nil *gitWrite must stay a nil interface
+	if gw != nil {
+		tags = gw
+	}
+	if err := setupDriveLoops(mgr, o, tags, sweep, log); err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
 		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch}
+		if gw != nil {
+			deps.GitWriter = gw
+		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
 		}

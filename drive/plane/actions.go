@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openuniverse/operator/upgrade/image"
 )
 
 // FieldManager is the field manager of the plane's writes.
@@ -217,18 +219,19 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if o.Git != nil {
 		if s.c.GitWriter == nil {
-			writeError(w, codeUnimplemented, fmt.Sprintf("rollback of a CR from git needs the git write path, which this build does not have yet: "+
+			writeError(w, codeUnimplemented, fmt.Sprintf("rollback of a CR from git needs the git write path, which this process does not have (no git sweep runs here): "+
 				"commit image %s to %s in %s instead", target.Revision, fileOr(o.Git.File), fileOr(o.Git.RepoURL)))
-			return
-		}
-		if o.Git.File == "" {
-			writeError(w, codeFailedPrecondition, "the file this CR came from is not known yet (no sweep has run in this process)")
 			return
 		}
 		msg := fmt.Sprintf("rollback %s %s/%s to %s\n\nRequested through the deploy plane by %s (history id %d).",
 			o.CR.GetKind(), o.CR.GetNamespace(), o.CR.GetName(), target.Revision, initiator(id), req.ID)
+		// The writer finds the file declaring the CR at the head; File is the sweep's hint.
 		commit, err := s.c.GitWriter.SetImage(ctx, o.Git.File, o.CR.GroupVersionKind(), o.CR.GetNamespace(), o.CR.GetName(), target.Revision, msg)
-		if err != nil {
+		switch {
+		case errors.Is(err, image.ErrCRNotFound), errors.Is(err, image.ErrCRAmbiguous), errors.Is(err, image.ErrRepositoryChange):
+			writeError(w, codeFailedPrecondition, "commit rollback: "+err.Error())
+			return
+		case err != nil:
 			writeError(w, codeUnavailable, "commit rollback: "+err.Error())
 			return
 		}

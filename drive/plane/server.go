@@ -59,7 +59,9 @@ type Actions interface {
 }
 
 // GitWriter commits a CR change to the universe repository (the rollback of a CR that came
-// from git: the repository stays the only interface).
+// from git: the repository stays the only interface). file is where the last sweep saw the
+// CR, possibly empty; the writer finds the declaring file at the head. cmd/operator wires the
+// CR write path of upgrade/image.
 type GitWriter interface {
 	SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (commit string, err error)
 }

@@ -335,6 +335,11 @@ type UpgradePolicySpec struct {
 	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
 	// +optional
 	SnapshotClass string `json:"snapshotClass,omitempty"`
+	// RevertInGit: when an upgrade of a CR applied from the universe repository ends Failed,
+	// commit the image back to status.lastGoodImage in the file that declares the CR, with
+	// the failure in the message, so the repository never names a version that is not running.
+	// +optional
+	RevertInGit bool `json:"revertInGit,omitempty"`
 }
 
 // BackupSpec schedules backups of a datastore to S3.

@@ -75,6 +75,11 @@ type UpgradeStatus struct {
 	StableSince *metav1.Time `json:"stableSince,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
+	// RevertCommit is the universe-repository commit that put the image back to
+	// lastGoodImage after this upgrade failed (spec.upgradePolicy.revertInGit), or the head
+	// that already named it.
+	// +optional
+	RevertCommit string `json:"revertCommit,omitempty"`
 }
 
 // UpgradeRecord is one finished upgrade.

@@ -75,6 +75,7 @@ func ToService(in *HanzoService) *v1.Service {
 		Annotations:        s.Annotations,
 		Command:            s.Command,
 		Args:               s.Args,
+		UpgradePolicy:      s.UpgradePolicy,
 	}
 	if out.Spec.Strategy == "" {
 		out.Spec.Strategy = defaultStrategy

@@ -71,6 +71,10 @@ type HanzoServiceSpec struct {
 	Command []string `json:"command,omitempty"`
 	// +optional
 	Args []string `json:"args,omitempty"`
+	// UpgradePolicy gates image changes through the upgrade machine (pre-flight, health
+	// gate, rollback), as on the v1 Service; it acts only with the operator's --upgrade-fsm.
+	// +optional
+	UpgradePolicy *v1.UpgradePolicySpec `json:"upgradePolicy,omitempty"`
 }
 
 // Probes holds Kubernetes-shaped probes, as the Go sample CR writes them.

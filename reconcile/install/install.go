@@ -81,6 +81,15 @@ type InstallOptions struct {
 	// Kind controllers for the CRs labelled reconcile.ShardLabel=shard<i>, each with its own
 	// Lease; the main Deployment then skips those CRs (!reconcile.ShardLabel).
 	Shards int32
+	// DriveTokenSecret holds the platform's Bearer token of the apps drive loop: mounted at
+	// DriveTokenFile and passed as --drive-token-file.
+	DriveTokenSecret SecretKey
+	// AgentCloudTokenSecret holds the cloud API token of the agents loop (AgentCloudTokenFile,
+	// --agent-cloud-token-file); AgentVisorSecret the IAM client id and secret visor
+	// authenticates, under the keys client-id and client-secret (AgentVisorIDFile,
+	// AgentVisorSecretFile).
+	AgentCloudTokenSecret SecretKey
+	AgentVisorSecret      string
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -90,8 +99,12 @@ type SecretKey struct {
 
 // Where the Deployment mounts the Secrets of InstallOptions, read-only.
 const (
-	TokenFile         = "/var/run/secrets/openuniverse.dev/gitops-token/token"
-	WebhookSecretFile = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
+	TokenFile            = "/var/run/secrets/openuniverse.dev/gitops-token/token"
+	WebhookSecretFile    = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
+	DriveTokenFile       = "/var/run/secrets/openuniverse.dev/drive-token/token"
+	AgentCloudTokenFile  = "/var/run/secrets/openuniverse.dev/agent-cloud-token/token"
+	AgentVisorIDFile     = "/var/run/secrets/openuniverse.dev/agent-visor-id/client-id"
+	AgentVisorSecretFile = "/var/run/secrets/openuniverse.dev/agent-visor-secret/client-secret"
 )
 
 // Installer server-side applies the CRD bundle and the operator's Deployment with its
@@ -179,7 +192,7 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	if o.Replicas < 0 {
 		return nil, fmt.Errorf("install: replicas %d: want at least 1", o.Replicas)
 	}
-	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret} {
+	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret, "drive token": o.DriveTokenSecret, "agent cloud token": o.AgentCloudTokenSecret} {
 		if sk.Name != "" && sk.Key == "" {
 			return nil, fmt.Errorf("install: the %s Secret %s needs a key", flag, sk.Name)
 		}
@@ -418,6 +431,12 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	}
 	mount("gitops-token", o.TokenSecret, TokenFile, "gitops-token-file")
 	mount("gitops-webhook", o.WebhookSecret, WebhookSecretFile, "gitops-webhook-secret-file")
+	mount("drive-token", o.DriveTokenSecret, DriveTokenFile, "drive-token-file")
+	mount("agent-cloud-token", o.AgentCloudTokenSecret, AgentCloudTokenFile, "agent-cloud-token-file")
+	if o.AgentVisorSecret != "" {
+		mount("agent-visor-id", SecretKey{Name: o.AgentVisorSecret, Key: "client-id"}, AgentVisorIDFile, "agent-visor-client-id-file")
+		mount("agent-visor-secret", SecretKey{Name: o.AgentVisorSecret, Key: "client-secret"}, AgentVisorSecretFile, "agent-visor-client-secret-file")
+	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	if replicas > 1 {
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{

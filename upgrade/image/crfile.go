@@ -1,0 +1,353 @@
+package image
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/openuniverse/operator/source"
+)
+
+// The CR write path: commit a change of one CR's spec.image to the file of the universe
+// repository that declares it. The file is found at the head being written on (source.Parse
+// of the tree the git sweep reads), the edit is byte-exact (only the tag token changes: the
+// rewriter's splice), and the commit goes through a source.Writer, never forced. The drive
+// loop (the platform's declared tag), the upgrade machine (git told the truth after a failed
+// upgrade) and the deploy plane (a rollback of a CR from git) all write through it.
+
+// Errors of the CR write path; the messages name the CR and the file.
+var (
+	// ErrCRNotFound: no file of the repository declares the CR.
+	ErrCRNotFound = errors.New("not declared in the universe repository")
+	// ErrCRAmbiguous: more than one document declares the CR.
+	ErrCRAmbiguous = errors.New("declared more than once in the universe repository")
+	// ErrRepositoryChange: the change names another image repository than the file's.
+	ErrRepositoryChange = errors.New("the change names another image repository than the file declares; a tag is never moved to another image")
+)
+
+// ImageChange is one commit of a CR's spec.image.tag.
+type ImageChange struct {
+	// CR names the object: its group (from APIVersion; the version is ignored, a file may
+	// spell another served version), Kind, namespace and name.
+	CR Object
+	// Repository is the image repository the CR's spec.image names; the change is refused
+	// when the file declares another one (a tag is never moved to another image).
+	Repository string
+	// Tag is the new spec.image.tag.
+	Tag string
+	// MoveRepository sets spec.image.repository to Repository when the file names another
+	// (a rollback to a recorded image); without it such a change is ErrRepositoryChange.
+	MoveRepository bool
+	// Message is the commit message; required. It must not carry a secret.
+	Message string
+	// Path, when the committer has no Source to find the file with, names it (the sweep's
+	// report). With a Source it is ignored: the file is found at the head.
+	Path string
+}
+
+// Committed is what a CR write did.
+type Committed struct {
+	// Path is the file changed (or found already at the tag).
+	Path string
+	source.Result
+}
+
+// CRCommitter commits ImageChanges to the universe repository.
+type CRCommitter struct {
+	// Source reads the tree the CR is looked for in: the git sweep's source (its snapshot
+	// cache makes a lookup at an unchanged head free). Nil: ImageChange.Path must be set.
+	Source source.Source
+	// Writer commits and pushes (source/gitclone or source/github); never forced.
+	Writer source.Writer
+	// Branch is the branch written, the one the sweep follows; "main" when empty.
+	Branch string
+	// Author of the commits; source.DefaultAuthor when zero.
+	Author source.Signature
+	// Limits bound the parse of the tree (the sweep's); zero values are the defaults.
+	Limits source.Limits
+	// AfterCommit runs after a commit landed (the sweep's trigger, so it is applied at once).
+	AfterCommit func()
+}
+
+// Commit commits c: the document declaring c.CR gets spec.image.tag c.Tag, every other byte
+// of the file kept. A file already at the tag is no commit (Committed.Commit empty). The
+// errors name the CR and the file: ErrCRNotFound, ErrCRAmbiguous, a file that does not
+// parse, ErrRepositoryChange, and the writer's (source.ErrConflict once the retries ran
+// out).
+func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, error) {
+	if w.Writer == nil {
+		return Committed{}, errors.New("no git writer configured")
+	}
+	if c.Message == "" {
+		return Committed{}, errors.New("set image: the commit message is empty")
+	}
+	if !ValidTag(c.Tag) {
+		return Committed{}, fmt.Errorf("set image of %s: %q is not a valid image tag", c.CR, c.Tag)
+	}
+	path := source.CleanPath(c.Path)
+	if w.Source != nil {
+		var err error
+		if path, err = w.find(ctx, c.CR); err != nil {
+			return Committed{}, err
+		}
+	}
+	if path == "" {
+		return Committed{}, fmt.Errorf("set image of %s: no file to write: the committer has no source and the change names no path", c.CR)
+	}
+	branch := w.Branch
+	if branch == "" {
+		branch = "main"
+	}
+	res, err := w.Writer.Write(ctx, source.Change{Branch: branch, Paths: []string{path}, Message: c.Message, Author: w.Author,
+		Edit: func(p string, data []byte) ([]byte, error) {
+			return setCRImage(p, data, c.CR, c.Repository, c.Tag, c.MoveRepository)
+		}})
+	if err != nil {
+		return Committed{Path: path, Result: res}, fmt.Errorf("commit %s to %s: %w", c.CR, path, err)
+	}
+	if res.Commit != "" && w.AfterCommit != nil {
+		w.AfterCommit()
+	}
+	return Committed{Path: path, Result: res}, nil
+}
+
+// SetImage commits image (repository:tag) as the spec.image of the CR gvk namespace/name and
+// returns the commit, or the head that already names the image. file is where the sweep last
+// saw the CR, used only without a Source. The repository is set too when the file names
+// another one (the image recorded in the history is the truth). It is the git write path of the deploy plane's
+// rollback and of the upgrade machine's revertInGit.
+func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (string, error) {
+	repo, tag, digest := splitRef(image)
+	if digest || tag == "" {
+		return "", fmt.Errorf("set image of %s %s/%s: %q is not a repository:tag image reference", gvk.Kind, namespace, name, image)
+	}
+	res, err := w.Commit(ctx, ImageChange{CR: Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name},
+		Repository: repo, Tag: tag, MoveRepository: true, Message: message, Path: file})
+	if err != nil {
+		return "", err
+	}
+	if res.Commit == "" {
+		return res.Parent, nil
+	}
+	return res.Commit, nil
+}
+
+// find returns the one file declaring cr at the source's head.
+func (w *CRCommitter) find(ctx context.Context, cr Object) (string, error) {
+	rev, err := w.Source.Head(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find the file of %s: %w", cr, err)
+	}
+	snap, err := w.Source.Snapshot(ctx, rev)
+	if err != nil {
+		return "", fmt.Errorf("find the file of %s at %s: %w", cr, short(rev), err)
+	}
+	return FindCR(snap, cr, w.Limits)
+}
+
+// String spells the object as Kind group namespace/name.
+func (o Object) String() string {
+	g := o.APIVersion
+	if i := strings.IndexByte(g, '/'); i >= 0 {
+		g = g[:i]
+	} else {
+		g = "" // the core group
+	}
+	kind := o.Kind
+	if g != "" {
+		kind += "." + g
+	}
+	if o.Namespace == "" {
+		return kind + " " + o.Name
+	}
+	return kind + " " + o.Namespace + "/" + o.Name
+}
+
+// group is the API group of an apiVersion ("" for the core group).
+func group(apiVersion string) string {
+	if i := strings.IndexByte(apiVersion, '/'); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}
+
+// sameObject: a and b are the same object (the version of their apiVersion aside).
+func sameObject(a, b Object) bool {
+	return group(a.APIVersion) == group(b.APIVersion) && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// FindCR returns the path of the one file of snap declaring cr, parsed as the sweep parses
+// it. No match is ErrCRNotFound (naming the files that did not parse: the CR may be in one of
+// them); two are ErrCRAmbiguous naming both.
+func FindCR(snap *source.Snapshot, cr Object, l source.Limits) (string, error) {
+	objs, ferrs := source.ParseLimited(snap, l)
+	var files, where []string
+	for _, o := range objs {
+		u := o.Obj
+		if sameObject(Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}, cr) {
+			files = append(files, o.File)
+			where = append(where, fmt.Sprintf("%s (document %d)", o.File, o.Doc))
+		}
+	}
+	switch len(files) {
+	case 1:
+		return files[0], nil
+	case 0:
+		msg := " at " + short(snap.Revision)
+		if len(ferrs) > 0 {
+			var bad []string
+			for _, e := range ferrs {
+				bad = append(bad, e.Error())
+			}
+			sort.Strings(bad)
+			msg += fmt.Sprintf("; %d file(s) could not be read, the CR may be in one of them: %s", len(bad), strings.Join(bad, "; "))
+		}
+		return "", fmt.Errorf("%s: %w%s", cr, ErrCRNotFound, msg)
+	}
+	return "", fmt.Errorf("%s: %w: at %s in %s", cr, ErrCRAmbiguous, short(snap.Revision), strings.Join(where, " and "))
+}
+
+// SetCRImage returns data with spec.image.tag of the document declaring cr set to tag,
+// every other byte kept (quotes, comments, flow style, line endings, other documents). The
+// document's spec.image is a mapping with repository and tag, or a scalar repository:tag;
+// its repository must be repository (normalized: docker.io/library/x is x). A file already at
+// tag comes back unchanged. Errors name the file and the object.
+func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
+	return setCRImage(path, data, cr, repository, tag, false)
+}
+
+// MoveCRImage is SetCRImage that also sets spec.image.repository when the file names another
+// one (a rollback or revert to an image recorded under another repository).
+func MoveCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
+	return setCRImage(path, data, cr, repository, tag, true)
+}
+
+func setCRImage(path string, data []byte, cr Object, repository, tag string, move bool) ([]byte, error) {
+	if move && strings.TrimSpace(repository) == "" {
+		return nil, fmt.Errorf("%s: %s: no repository to set", path, cr)
+	}
+	if !ValidTag(tag) {
+		return nil, fmt.Errorf("%s: %q is not a valid image tag", path, tag)
+	}
+	lines := lineStarts(data)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var image *yaml.Node
+	flow := false
+	docs := 0
+	for n := 1; ; n++ {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: parse yaml (document %d): %w", path, n, err)
+		}
+		if !sameObject(objectOf(&doc), cr) {
+			continue
+		}
+		if docs++; docs > 1 {
+			return nil, fmt.Errorf("%s: %s is declared twice in the file: %w", path, cr, ErrCRAmbiguous)
+		}
+		root := doc.Content[0]
+		spec := mapValue(root, "spec")
+		if spec == nil || spec.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%s: %s (document %d) has no spec mapping", path, cr, n)
+		}
+		if image = mapValue(spec, "image"); image == nil {
+			return nil, fmt.Errorf("%s: %s (document %d) has no spec.image", path, cr, n)
+		}
+		flow = root.Style&yaml.FlowStyle != 0 || spec.Style&yaml.FlowStyle != 0
+	}
+	if docs == 0 {
+		return nil, fmt.Errorf("%s: %s is not in the file (%w at this head)", path, cr, ErrCRNotFound)
+	}
+	want := normalizeRepo(repository)
+	var s Site
+	var repoSite *Site
+	var err error
+	switch image.Kind {
+	case yaml.MappingNode:
+		repo, tagNode := mapValue(image, "repository"), mapValue(image, "tag")
+		if repo == nil || repo.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("%s: %s: spec.image has no repository", path, cr)
+		}
+		if move && normalizeRepo(repo.Value) != want {
+			rs, err := site(data, lines, repo, flow || image.Style&yaml.FlowStyle != 0, false, Object{})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: spec.image.repository: %w", path, cr, err)
+			}
+			repoSite = &rs
+		} else if want != "" && normalizeRepo(repo.Value) != want {
+			return nil, fmt.Errorf("%s: %s declares spec.image.repository %s, the change %s: %w", path, cr, repo.Value, repository, ErrRepositoryChange)
+		}
+		if tagNode == nil {
+			return nil, fmt.Errorf("%s: line %d: %s: spec.image has no tag to change; add `tag:` under spec.image", path, repo.Line, cr)
+		}
+		if tagNode.Kind == yaml.AliasNode {
+			return nil, fmt.Errorf("%s: line %d: %s: spec.image.tag is an alias (*%s)", path, tagNode.Line, cr, tagNode.Value)
+		}
+		s, err = site(data, lines, tagNode, flow || image.Style&yaml.FlowStyle != 0, false, Object{})
+	case yaml.ScalarNode:
+		name, _, _ := splitRef(image.Value)
+		if move && normalizeRepo(name) != want {
+			s, err = site(data, lines, image, flow, true, Object{})
+			if err == nil {
+				s.refPrefix, s.Current = repository+":", "" // the whole reference changes
+			}
+			break
+		}
+		if want != "" && normalizeRepo(name) != want {
+			return nil, fmt.Errorf("%s: %s declares spec.image %s, the change %s: %w", path, cr, image.Value, repository, ErrRepositoryChange)
+		}
+		s, err = site(data, lines, image, flow, true, Object{})
+	default:
+		return nil, fmt.Errorf("%s: line %d: %s: spec.image is neither a mapping nor an image reference", path, image.Line, cr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, cr, err)
+	}
+	if s.Current == tag && repoSite == nil {
+		return data, nil
+	}
+	var out bytes.Buffer
+	out.Grow(len(data) + len(tag) + len(repository))
+	last := 0
+	splice := func(at Site, value string) {
+		out.Write(data[last:at.start])
+		out.WriteString(render(at, value))
+		last = at.end
+	}
+	switch {
+	case repoSite == nil:
+		splice(s, tag)
+	case repoSite.start < s.start:
+		splice(*repoSite, repository)
+		splice(s, tag)
+	default:
+		splice(s, tag)
+		splice(*repoSite, repository)
+	}
+	out.Write(data[last:])
+	return out.Bytes(), nil
+}
+
+// mapValue returns the value of key in mapping m, nil when absent.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
