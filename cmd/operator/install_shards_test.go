@@ -33,7 +33,7 @@ func TestInstallShards(t *testing.T) {
 		t.Fatalf("%d Deployments, want the main one and 2 shards", len(deps))
 	}
 	want := map[string]struct{ selector, controllers string }{
-		"universe-operator":        {"!" + reconcile.ShardLabel, "kinds,gitops,imageupdate"},
+		"universe-operator":        {"!" + reconcile.ShardLabel, "kinds,gitops,imageupdate,tenants"},
 		"universe-operator-shard1": {reconcile.ShardLabel + "=shard1", "kinds"},
 		"universe-operator-shard2": {reconcile.ShardLabel + "=shard2", "kinds"},
 	}
