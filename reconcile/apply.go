@@ -78,12 +78,21 @@ type Applier struct {
 // Apply applies objs and returns one Result per object, in the order given. Each object
 // costs a get and a server-side dry-run; only drifted or new objects are then applied.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) []Result {
-	results := make([]Result, len(objs))
-	FanOut(len(objs), a.Concurrency, func(i int) { results[i] = a.applyOne(ctx, objs[i]) })
+	results, _ := a.ApplyObserved(ctx, objs)
 	return results
 }
 
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) Result {
+// ApplyObserved is Apply that also returns each object as the apiserver has it after the
+// apply (the apply's response, or the live object when it was in sync; nil on failure),
+// for a caller that remembers what it applied.
+func (a *Applier) ApplyObserved(ctx context.Context, objs []*unstructured.Unstructured) ([]Result, []*unstructured.Unstructured) {
+	results := make([]Result, len(objs))
+	lives := make([]*unstructured.Unstructured, len(objs))
+	FanOut(len(objs), a.Concurrency, func(i int) { results[i], lives[i] = a.applyOne(ctx, objs[i]) })
+	return results, lives
+}
+
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) (Result, *unstructured.Unstructured) {
 	ref := RefOf(obj)
 	var existing, applied *unstructured.Unstructured
 	// Observe the live object ssa reads and the object the apply returns: the two sets of
@@ -107,15 +116,18 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: a.Manager, Group: FieldOwnerGroup})
 	entry, err := rm.Apply(ctx, obj.DeepCopy(), ssa.DefaultApplyOptions())
 	if err != nil {
-		return failure(ref, err)
+		return failure(ref, err), nil
 	}
 	switch entry.Action {
 	case ssa.CreatedAction:
-		return Result{Object: ref, Action: Created}
+		return Result{Object: ref, Action: Created}, applied
 	case ssa.ConfiguredAction:
-		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}
+		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}, applied
 	default:
-		return Result{Object: ref, Action: InSync}
+		if applied != nil { // in sync in values, but the apply moved managedFields
+			return Result{Object: ref, Action: InSync}, applied
+		}
+		return Result{Object: ref, Action: InSync}, existing
 	}
 }
 

@@ -56,6 +56,8 @@ type runOptions struct {
 	UpgradeFSM       bool
 	PreflightGCEvery time.Duration
 	PreflightGCGrace time.Duration
+	// KindConcurrency is how many CRs of each Kind are reconciled at once.
+	KindConcurrency int
 	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
 	ProtectedSecrets []string
 
@@ -88,6 +90,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
+	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
@@ -169,7 +172,8 @@ func run(o *runOptions) error {
 
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"),
-			reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace)); err != nil {
+			reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace),
+			reconcile.WithConcurrency(o.KindConcurrency)); err != nil {
 			return err
 		}
 	}

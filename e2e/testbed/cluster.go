@@ -35,6 +35,10 @@ const CrashLoopLabel = "testbed.openuniverse.dev/crashloop"
 // (stages/pod-crashloop-image.yaml): an upgrade to it fails, a rollback from it recovers.
 const CrashLoopImage = "testbed.invalid/crash-loop:v1"
 
+// nodePods is how many pods the fake node takes: the Kind benchmarks run two replicas for
+// each of up to 5 000 Service CRs.
+const nodePods = "12000"
+
 // NodeName is the fake node kwok manages in a full cluster.
 const NodeName = "kwok-node-0"
 
@@ -170,7 +174,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, pki *PKI, port,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+pki.SAPublicKey,
 		"--service-account-signing-key-file="+pki.SAKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		// a /16 holds 65 534 Services: the Kind benchmarks create one per CR (5 000 and more)
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
@@ -257,10 +262,10 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 		},
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("1000"),
+			corev1.ResourcePods: resource.MustParse(nodePods),
 		}, Capacity: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("1000"),
+			corev1.ResourcePods: resource.MustParse(nodePods),
 		}},
 	}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
