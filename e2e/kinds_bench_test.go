@@ -66,15 +66,14 @@ func BenchmarkKindMaterialize(b *testing.B) {
 	if out, err := exec.Command(bin, "install", "--crds-only", "--kubeconfig", kubeconfig).CombinedOutput(); err != nil {
 		b.Fatalf("operator install --crds-only: %v\n%s", err, out)
 	}
-	var report strings.Builder
-	fmt.Fprintf(&report, "Kind materialization, %s, operator %s %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), filepath.Base(bin), os.Getenv("KINDS_BENCH_FLAGS"))
+	report := &teeBuilder{}
+	fmt.Fprintf(report, "Kind materialization, %s, operator %s %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), filepath.Base(bin), os.Getenv("KINDS_BENCH_FLAGS"))
 	for range b.N {
 		for _, n := range sizes {
-			kb := &kindsBench{b: b, cfg: cfg, kubeconfig: kubeconfig, bin: bin, n: n, out: &report}
+			kb := &kindsBench{b: b, cfg: cfg, kubeconfig: kubeconfig, bin: bin, n: n, out: report}
 			kb.run()
 		}
 	}
-	fmt.Print(report.String())
 	dir := filepath.Join("..", ".cache", "bench")
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(dir, "kinds.txt"), []byte(report.String()), 0o644)
@@ -89,7 +88,15 @@ type kindsBench struct {
 	n          int
 	ns         string
 	c          client.WithWatch
-	out        *strings.Builder
+	out        io.Writer
+}
+
+// teeBuilder keeps the report and prints it as it is written.
+type teeBuilder struct{ strings.Builder }
+
+func (t *teeBuilder) Write(p []byte) (int, error) {
+	os.Stdout.Write(p)
+	return t.Builder.Write(p)
 }
 
 func (kb *kindsBench) run() {

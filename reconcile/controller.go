@@ -50,7 +50,10 @@ type memory struct {
 	uid      types.UID
 	children map[ObjRef]*childRecord
 	failures int
-	statusAt time.Time
+	// statusAt is when this process last wrote the CR's status, statusFrom the CR's
+	// resourceVersion that write was computed from.
+	statusAt   time.Time
+	statusFrom string
 }
 
 // memories holds the memory of every CR; one reconcile at a time touches a CR's entry
@@ -160,7 +163,13 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 		status.Conditions = withCondition(status.Conditions, s.previous.Conditions, s.upgrade.condition, s.obs.Generation, s.obs.Now)
 	}
 	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.obs.Now.Time)
-	if write || (s.upgrade != nil && s.upgrade.changed) {
+	if lag, ok := statusLag(s.cr.GetResourceVersion(), s.mem.statusFrom, s.mem.statusAt, s.obs.Now.Time); ok {
+		// the cache has not shown our last status write yet: what we read is older than
+		// it, and a write now would be refused (its precondition); our write's watch
+		// event brings the next reconcile
+		write, wait = false, lag
+	}
+	if write || (s.upgrade != nil && s.upgrade.changed && wait == 0) {
 		if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
 			if ClassOf(err) == Transient {
 				log.Info("Status write failed, retrying with backoff", "error", err.Error())
@@ -168,7 +177,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 			}
 			return ctrl.Result{}, TerminalError(err)
 		}
-		s.mem.statusAt, wait = s.obs.Now.Time, 0
+		s.mem.statusAt, s.mem.statusFrom, wait = s.obs.Now.Time, s.cr.GetResourceVersion(), 0
 	}
 	if len(s.outcome.Failed) > 0 {
 		s.mem.failures++

@@ -166,8 +166,8 @@ func next(s drive.Status, o Outcome, w Wake) (ctrl.Result, string) {
 
 // statusDue decides whether status next, summarized from an observation, is written over
 // previous, the status as read, given when this process last wrote it (zero: never). A
-// change of phase, generation or any condition's status, reason or transition is written
-// at once; a change of only messages or counts is written once progressEvery has passed
+// change of generation or of any condition's status, reason or transition is written at
+// once; a change of only the phase, messages or counts is written once progressEvery has passed
 // since the last write, and otherwise held back for wait.
 func statusDue(previous, next drive.Status, lastWrite, now time.Time) (write bool, wait time.Duration) {
 	if drive.Equal(previous, next) {
@@ -182,10 +182,22 @@ func statusDue(previous, next drive.Status, lastWrite, now time.Time) (write boo
 	return true, 0
 }
 
-// significant reports a change a user or a waiting tool acts on: phase, generation, or a
-// condition appearing, going, or changing status, reason or transition time.
+// statusLag reports whether the CR as read (at resourceVersion rv) is the one our last
+// status write, at writtenAt, was computed from (from): the cache has not shown that write
+// yet, so the status read is stale. For at most LagGrace; lag is how long remains.
+func statusLag(rv, from string, writtenAt, now time.Time) (lag time.Duration, ok bool) {
+	if from == "" || rv != from || now.Sub(writtenAt) >= LagGrace {
+		return 0, false
+	}
+	return LagGrace - now.Sub(writtenAt), true
+}
+
+// significant reports a change a user or a waiting tool acts on: generation, or a
+// condition appearing, going, or changing status, reason or transition time. The phase
+// alone is progress (Creating → Degraded while the first replicas come up); it moves with
+// a condition whenever it means something else (Running with Ready, Degraded with Stalled).
 func significant(a, b drive.Status) bool {
-	if a.Phase != b.Phase || a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
+	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
 		return true
 	}
 	for _, x := range a.Conditions {

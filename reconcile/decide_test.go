@@ -237,6 +237,7 @@ func TestStatusDue(t *testing.T) {
 		"Ready flips: at once":                    {rolling, ready, t0, t0.Add(time.Second), true, 0},
 		"a new generation: at once":               {rolling, newGen, t0, t0.Add(time.Second), true, 0},
 		"first status of a CR: at once":           {drive.Status{}, rolling, t0, t0.Add(time.Second), true, 0},
+		"phase only (first replicas up): later":   {rolling, withPhase(rolling, "Degraded"), t0, t0.Add(time.Second), false, progressEvery - time.Second},
 		"restart count only, just written: later": {withRestarts(rolling, 3), withRestarts(rolling, 4), t0, t0.Add(time.Second), false, progressEvery - time.Second},
 	}
 	for name, tc := range cases {
@@ -247,6 +248,11 @@ func TestStatusDue(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withPhase(s drive.Status, p string) drive.Status {
+	s.Phase = kindsv1.Phase(p)
+	return s
 }
 
 func withRestarts(s drive.Status, n int32) drive.Status {
@@ -321,5 +327,28 @@ func TestChildFingerprint(t *testing.T) {
 	}
 	if childFingerprint(nil, ours) != "" {
 		t.Error("an absent child must have the empty fingerprint")
+	}
+}
+
+func TestStatusLag(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		rv, from string
+		now      time.Time
+		lag      time.Duration
+		ok       bool
+	}{
+		"never written":                              {"5", "", t0, 0, false},
+		"read after our write showed up":             {"6", "5", t0.Add(time.Second), 0, false},
+		"read before the cache showed our write":     {"5", "5", t0.Add(2 * time.Second), LagGrace - 2*time.Second, true},
+		"still the same long after: not lag (no-op)": {"5", "5", t0.Add(LagGrace), 0, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			lag, ok := statusLag(tc.rv, tc.from, t0, tc.now)
+			if lag != tc.lag || ok != tc.ok {
+				t.Errorf("statusLag = %s, %v; want %s, %v", lag, ok, tc.lag, tc.ok)
+			}
+		})
 	}
 }
