@@ -117,10 +117,14 @@ func (c *Cluster) start(ctx context.Context, o Options, pki *PKI) error {
 		"--root-ca-file="+pki.CACert,
 		"--use-service-account-credentials=false",
 		"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
+		// as large clusters tune it: at the default 20 QPS the deployment and replicaset
+		// controllers alone need minutes to roll out 1 000 Deployments
+		"--kube-api-qps=200", "--kube-api-burst=400",
+		"--concurrent-deployment-syncs=20", "--concurrent-replicaset-syncs=20",
 	)...); err != nil {
 		return err
 	}
-	if err := c.run(o, "kube-scheduler", append(common, "--secure-port="+strconv.Itoa(schedPort))...); err != nil {
+	if err := c.run(o, "kube-scheduler", append(common, "--secure-port="+strconv.Itoa(schedPort), "--kube-api-qps=200", "--kube-api-burst=400")...); err != nil {
 		return err
 	}
 	if err := c.startKwok(ctx, o, kwokPort); err != nil {
@@ -225,6 +229,8 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
+		// pod IPs: kwok's default 10.0.0.0/24 holds 254 pods and lies in the Service range
+		"--cidr=10.244.0.0/16",
 		// kwok renews the node's Lease; without it the controller-manager marks the node
 		// NotReady after its grace period and every pod on it not Ready.
 		"--node-lease-duration-seconds=40",
