@@ -265,23 +265,19 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 			cold = append(cold, j)
 		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, j := range known {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var before metav1.Object
-			if j.live != nil {
-				before = j.live
-			}
-			res, after := r.Applier.ApplyKnown(ctx, s.desired[j.i], before)
-			mu.Lock()
-			defer mu.Unlock()
-			s.results[j.i] = res
-			r.remember(s, j.i, j.digest, j.live, after, res)
-		}()
-	}
+	var mu sync.Mutex // remember writes the CR's memory
+	FanOut(len(known), r.Applier.Concurrency, func(k int) {
+		j := known[k]
+		var before metav1.Object
+		if j.live != nil {
+			before = j.live
+		}
+		res, after := r.Applier.ApplyKnown(ctx, s.desired[j.i], before)
+		mu.Lock()
+		defer mu.Unlock()
+		s.results[j.i] = res
+		r.remember(s, j.i, j.digest, j.live, after, res)
+	})
 	if len(cold) > 0 {
 		objs := make([]*unstructured.Unstructured, len(cold))
 		for k, j := range cold {
@@ -291,13 +287,10 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 		for k, j := range cold {
 			s.results[j.i] = results[k]
 			if r.watches(objs[k].GroupVersionKind()) {
-				mu.Lock()
 				r.remember(s, j.i, j.digest, j.live, lives[k], results[k])
-				mu.Unlock()
 			}
 		}
 	}
-	wg.Wait()
 	s.outcome = outcome(s.results)
 	r.logResults(ctx, s.cr, s.results)
 	return nil
