@@ -300,10 +300,10 @@ func (kb *kindsBench) waitReady(ctx context.Context, start time.Time, timeout ti
 	return len(ready), last
 }
 
-// waitChildren polls (metadata only, every second) until the namespace holds a Deployment
+// waitChildren polls (metadata only, every 2 s) until the namespace holds a Deployment
 // and a Service per CR: the operator's part of the way to Ready.
 func (kb *kindsBench) waitChildren(ctx context.Context, start time.Time, timeout time.Duration) time.Duration {
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, kind := range []struct{ apiVersion, kind string }{{"apps/v1", "DeploymentList"}, {"v1", "ServiceList"}} {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(schema.FromAPIVersionAndKind(kind.apiVersion, kind.kind))
