@@ -129,9 +129,12 @@ func TestKindControllerRequests(t *testing.T) {
 			children++
 		}
 	}
-	for _, r := range (&reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}).Apply(ctx, objs) {
-		if r.Err != nil {
-			t.Fatalf("apply %s: %v", r.Object, r.Err)
+	applier := &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}
+	for _, batch := range [][]*unstructured.Unstructured{objs[:1], objs[1:]} { // the Namespace first
+		for _, r := range applier.Apply(ctx, batch) {
+			if r.Err != nil {
+				t.Fatalf("apply %s: %v", r.Object, r.Err)
+			}
 		}
 	}
 	allReady := func(what string) {
