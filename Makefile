@@ -49,6 +49,11 @@ e2e: controlplane build ## Run the end-to-end suite only
 bench: controlplane ## Sweep vs kubectl apply --server-side over 1000 CRs: ratios and request counts
 	$(GO_TEST) -run '^$$' -bench 'SweepVsKubectl|SweepRSS' -benchtime 1x ./reconcile/gitops/
 
+# Sizes for bench-kinds, comma-separated; KINDS_BENCH_FLAGS adds `operator run` flags.
+KINDS_BENCH_N ?= 1000
+bench-kinds: controlplane ## Kind controllers: KINDS_BENCH_N Service CRs at once on kwok: time to Ready, requests per CR, RSS, no-op resyncs
+	KINDS_BENCH_N=$(KINDS_BENCH_N) $(GO_TEST) -run '^$$' -bench 'KindMaterialize' -benchtime 1x -timeout 90m ./e2e/
+
 FUZZTIME ?= 30s
 fuzz: ## Run each fuzz target for FUZZTIME (seeds in testdata/fuzz also run in every go test)
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./source/
@@ -80,4 +85,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build image image-push controlplane chromium test test-unit e2e bench fuzz generate verify fmt vet lint demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane chromium test test-unit e2e bench bench-kinds fuzz generate verify fmt vet lint demo cluster-up cluster-down

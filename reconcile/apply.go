@@ -86,21 +86,31 @@ type Applier struct {
 // Apply applies objs and returns one Result per object, in the order given. Each object
 // costs a get and a server-side dry-run; only drifted or new objects are then applied.
 func (a *Applier) Apply(ctx context.Context, objs []*unstructured.Unstructured) []Result {
-	return a.apply(ctx, objs, false)
+	results, _ := a.apply(ctx, objs, false)
+	return results
 }
 
 // ApplyForced is Apply that recreates an object whose immutable fields differ (ssa's Force).
 func (a *Applier) ApplyForced(ctx context.Context, objs []*unstructured.Unstructured) []Result {
-	return a.apply(ctx, objs, true)
-}
-
-func (a *Applier) apply(ctx context.Context, objs []*unstructured.Unstructured, force bool) []Result {
-	results := make([]Result, len(objs))
-	FanOut(len(objs), a.Concurrency, func(i int) { results[i] = a.applyOne(ctx, objs[i], force) })
+	results, _ := a.apply(ctx, objs, true)
 	return results
 }
 
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, force bool) Result {
+// ApplyObserved is Apply that also returns each object as the apiserver has it after the
+// apply (the apply's response, or the live object when it was in sync; nil on failure or
+// after an adoption), for a caller that remembers what it applied.
+func (a *Applier) ApplyObserved(ctx context.Context, objs []*unstructured.Unstructured) ([]Result, []*unstructured.Unstructured) {
+	return a.apply(ctx, objs, false)
+}
+
+func (a *Applier) apply(ctx context.Context, objs []*unstructured.Unstructured, force bool) ([]Result, []*unstructured.Unstructured) {
+	results := make([]Result, len(objs))
+	lives := make([]*unstructured.Unstructured, len(objs))
+	FanOut(len(objs), a.Concurrency, func(i int) { results[i], lives[i] = a.applyOne(ctx, objs[i], force) })
+	return results, lives
+}
+
+func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, force bool) (Result, *unstructured.Unstructured) {
 	ref := RefOf(obj)
 	var existing, applied *unstructured.Unstructured
 	// Observe the live object ssa reads and the object the apply returns: the two sets of
@@ -126,24 +136,28 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, 
 	opts.Force = force
 	entry, err := rm.Apply(ctx, obj.DeepCopy(), opts)
 	if err != nil {
-		return failure(ref, err)
+		return failure(ref, err), nil
 	}
 	switch entry.Action {
 	case ssa.CreatedAction:
-		return Result{Object: ref, Action: Created}
+		return Result{Object: ref, Action: Created}, applied
 	case ssa.ConfiguredAction:
-		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}
+		return Result{Object: ref, Action: Updated, DriftedBy: DriftedBy(existing, applied, a.Manager)}, applied
 	default:
 		if a.Adopt && existing != nil && !appliedBy(existing, a.Manager) {
 			// as built, but another operator's: apply it once so its fields are ours (the
-			// values are equal, so the apply changes nothing but managedFields)
+			// values are equal, so the apply changes nothing but managedFields); the live
+			// object is not returned, so a caller reads it again before trusting it
 			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner(a.Manager), client.ForceOwnership)
 			if err != nil {
-				return failure(ref, err)
+				return failure(ref, err), nil
 			}
-			return Result{Object: ref, Action: Adopted, AdoptedFrom: writers(existing, a.Manager)}
+			return Result{Object: ref, Action: Adopted, AdoptedFrom: writers(existing, a.Manager)}, nil
 		}
-		return Result{Object: ref, Action: InSync}
+		if applied != nil { // in sync in values, but the apply moved managedFields
+			return Result{Object: ref, Action: InSync}, applied
+		}
+		return Result{Object: ref, Action: InSync}, existing
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -35,6 +36,53 @@ type KindReconciler struct {
 	Now      func() time.Time
 	// Upgrades runs the upgrade machine for Service-shaped Kinds; nil turns it off.
 	Upgrades *Upgrades
+
+	// memory is what this process remembers per CR between reconciles (memories).
+	memory memories
+}
+
+// memory is what a Kind controller remembers of one CR between its reconciles: the last
+// apply of each child (so an unchanged child is not applied again), the consecutive
+// transient failures (the backoff), and when it last wrote the status. A restart forgets
+// it: the first reconcile then applies every child through the get-and-dry-run path,
+// which writes nothing when they are in sync.
+type memory struct {
+	uid      types.UID
+	children map[ObjRef]*childRecord
+	failures int
+	// statusAt is when this process last wrote the CR's status, statusFrom the CR's
+	// resourceVersion that write was computed from.
+	statusAt   time.Time
+	statusFrom string
+}
+
+// memories holds the memory of every CR; one reconcile at a time touches a CR's entry
+// (the workqueue never hands one key to two workers), the map itself is shared.
+type memories struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*memory
+}
+
+// of returns the memory of the CR cr, a fresh one when cr is new or was recreated.
+func (ms *memories) of(cr metav1.Object) *memory {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	key := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	if ms.m == nil {
+		ms.m = map[types.NamespacedName]*memory{}
+	}
+	m := ms.m[key]
+	if m == nil || m.uid != cr.GetUID() {
+		m = &memory{uid: cr.GetUID(), children: map[ObjRef]*childRecord{}}
+		ms.m[key] = m
+	}
+	return m
+}
+
+func (ms *memories) forget(key types.NamespacedName) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	delete(ms.m, key)
 }
 
 // scope is what one reconcile of one CR knows; each phase reads what the earlier ones found
@@ -53,6 +101,11 @@ type scope struct {
 	upgrade *upgradeStep
 	// takeover is what keep and prune found about another operator's children.
 	takeover takeover
+	// mem is this CR's memory; applied holds the children as this reconcile's applies
+	// returned them (fresher than the cache); wake what the phases found for next.
+	mem     *memory
+	applied map[ObjRef]*unstructured.Unstructured
+	wake    Wake
 }
 
 // phase is one step of a reconcile. An error is an infrastructure failure (reading the
@@ -70,6 +123,9 @@ func (r *KindReconciler) phases() []phase {
 func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	cr := r.Entry.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memory.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
@@ -79,7 +135,7 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	if err != nil {
 		return ctrl.Result{}, TerminalError(err)
 	}
-	s := &scope{cr: cr, previous: previous,
+	s := &scope{cr: cr, previous: previous, mem: r.memory.of(cr),
 		obs: drive.Observation{Generation: cr.GetGeneration(), Now: metav1.NewTime(r.Now()), Previous: previous.Conditions}}
 	defer func() { res, err = r.finish(ctx, s, err) }()
 	for _, p := range r.phases() {
@@ -109,14 +165,30 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 		status.Conditions = withCondition(status.Conditions, s.previous.Conditions, s.upgrade.condition, s.obs.Generation, s.obs.Now)
 	}
 	r.reportTakeover(ctx, s, &status)
-	if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
-		if ClassOf(err) == Transient {
-			log.Info("Status write failed, retrying with backoff", "error", err.Error())
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, TerminalError(err)
+	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.obs.Now.Time)
+	if lag, ok := statusLag(s.cr.GetResourceVersion(), s.mem.statusFrom, s.mem.statusAt, s.obs.Now.Time); ok {
+		// the cache has not shown our last status write yet: what we read is older than
+		// it, and a write now would be refused (its precondition); our write's watch
+		// event brings the next reconcile
+		write, wait = false, lag
 	}
-	res, why := next(status, s.outcome)
+	if write || (s.upgrade != nil && s.upgrade.changed && wait == 0) {
+		if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
+			if ClassOf(err) == Transient {
+				log.Info("Status write failed, retrying with backoff", "error", err.Error())
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, TerminalError(err)
+		}
+		s.mem.statusAt, s.mem.statusFrom, wait = s.obs.Now.Time, s.cr.GetResourceVersion(), 0
+	}
+	if len(s.outcome.Failed) > 0 {
+		s.mem.failures++
+	} else {
+		s.mem.failures = 0
+	}
+	s.wake.Failures, s.wake.StuckPods, s.wake.Status = s.mem.failures, s.obs.PodProblem != "", wait
+	res, why := next(status, s.outcome, s.wake)
 	if up := s.upgrade; up != nil && up.requeue > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > up.requeue) {
 		res.RequeueAfter, why = up.requeue, "look at the upgrade again (pre-flight pods do not wake the controller)"
 	}
@@ -145,15 +217,118 @@ func (r *KindReconciler) build(_ context.Context, s *scope) error {
 	return nil
 }
 
-// apply server-side applies the built children and sorts the results by what they mean.
+// apply server-side applies the built children that need it and sorts the results by
+// what they mean. A child whose desired state is the one this process last applied, and
+// whose live state (in the Owns cache) has not moved since, is in sync without a request
+// (childStale). Otherwise a child the cache knows about (or knows absent) after an apply of
+// ours costs one forced apply; one never applied by this process (the first reconcile
+// after a start) goes through the get-and-dry-run path, which writes only when it drifted.
 func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 	if s.halted {
 		return nil
 	}
-	s.results = r.applyChildren(ctx, s)
+	if s.takeover.force {
+		// the CR asks to recreate what differs in immutable fields: every child through
+		// the forcing path, and nothing remembered (the next reconcile reads them again)
+		s.results = r.Applier.ApplyForced(ctx, s.desired)
+		clear(s.mem.children)
+		s.outcome = outcome(s.results)
+		r.logResults(ctx, s.cr, s.results)
+		return nil
+	}
+	now := r.Now()
+	s.results = make([]Result, len(s.desired))
+	s.applied = map[ObjRef]*unstructured.Unstructured{}
+	type job struct {
+		i      int
+		digest string
+		live   *unstructured.Unstructured // nil: absent
+		rec    *childRecord
+	}
+	var known, cold []job
+	for i, d := range s.desired {
+		ref := RefOf(d)
+		j := job{i: i, digest: digest(d), rec: s.mem.children[ref]}
+		watched := r.watches(d.GroupVersionKind())
+		if watched {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(d.GroupVersionKind())
+			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), live); {
+			case err == nil:
+				j.live = live
+			case !apierrors.IsNotFound(err):
+				return fmt.Errorf("read %s: %w", ref, err)
+			}
+		}
+		fp := childFingerprint(j.live, r.Applier.Manager)
+		if j.rec != nil && fp == j.rec.After {
+			j.rec.Seen = true
+		}
+		stale, lag := childStale(j.digest, j.rec, fp, watched, now)
+		if lag > 0 && (s.wake.Lag == 0 || lag < s.wake.Lag) {
+			s.wake.Lag = lag
+		}
+		switch {
+		case !stale:
+			s.results[i] = Result{Object: ref, Action: InSync}
+		case watched && (j.rec != nil || j.live == nil):
+			known = append(known, j)
+		default:
+			cold = append(cold, j)
+		}
+	}
+	var mu sync.Mutex // remember writes the CR's memory
+	FanOut(len(known), r.Applier.Concurrency, func(k int) {
+		j := known[k]
+		var before metav1.Object
+		if j.live != nil {
+			before = j.live
+		}
+		res, after := r.Applier.ApplyKnown(ctx, s.desired[j.i], before)
+		mu.Lock()
+		defer mu.Unlock()
+		s.results[j.i] = res
+		r.remember(s, j.i, j.digest, j.live, after, res)
+	})
+	if len(cold) > 0 {
+		objs := make([]*unstructured.Unstructured, len(cold))
+		for k, j := range cold {
+			objs[k] = s.desired[j.i]
+		}
+		results, lives := r.Applier.ApplyObserved(ctx, objs)
+		for k, j := range cold {
+			s.results[j.i] = results[k]
+			if r.watches(objs[k].GroupVersionKind()) {
+				r.remember(s, j.i, j.digest, j.live, lives[k], results[k])
+			}
+		}
+	}
 	s.outcome = outcome(s.results)
 	r.logResults(ctx, s.cr, s.results)
 	return nil
+}
+
+// remember records an apply of child i: its fingerprint before and after, when the apply
+// succeeded; a failed apply is forgotten, so the child is applied again.
+func (r *KindReconciler) remember(s *scope, i int, digest string, before, after *unstructured.Unstructured, res Result) {
+	ref := RefOf(s.desired[i])
+	if res.Action == Failed || res.Action == Denied || after == nil {
+		delete(s.mem.children, ref)
+		return
+	}
+	s.applied[ref] = after
+	s.mem.children[ref] = &childRecord{Digest: digest, Before: childFingerprint(before, r.Applier.Manager),
+		After: childFingerprint(after, r.Applier.Manager), At: r.Now()}
+}
+
+// watches reports whether the Owns caches watch children of gvk.
+func (r *KindReconciler) watches(gvk schema.GroupVersionKind) bool {
+	for _, o := range r.Owned {
+		if o == gvk {
+			return true
+		}
+	}
+	return false
 }
 
 // prune deletes the children this CR controls that the build no longer produces, such as
@@ -176,6 +351,7 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s: %w", RefOf(child), err)
 			}
+			delete(s.mem.children, RefOf(child))
 			logr.FromContextOrDiscard(ctx).Info("Deleted child, no longer built", "object", RefOf(child).String(), "action", Deleted)
 		}
 	}
@@ -192,9 +368,12 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 		return nil
 	}
 	for _, d := range s.desired {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(d.GroupVersionKind())
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+		live := s.applied[RefOf(d)] // what our apply just returned: the cache may not show it yet
+		if live == nil {
+			live = &unstructured.Unstructured{}
+			live.SetGroupVersionKind(d.GroupVersionKind())
+		}
+		if err := r.getUnlessApplied(ctx, s, d, live); err != nil {
 			if apierrors.IsNotFound(err) { // the cache has not seen our apply yet
 				s.obs.Children = append(s.obs.Children, drive.Child{Ref: RefOf(d).String(), Status: kstatus.InProgressStatus, Message: "not observed yet"})
 				continue
@@ -213,6 +392,14 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// getUnlessApplied reads child d from the cache into live, unless this reconcile applied it.
+func (r *KindReconciler) getUnlessApplied(ctx context.Context, s *scope, d, live *unstructured.Unstructured) error {
+	if s.applied[RefOf(d)] != nil {
+		return nil
+	}
+	return r.Client.Get(ctx, client.ObjectKeyFromObject(d), live)
 }
 
 func (r *KindReconciler) observeWorkload(ctx context.Context, live *unstructured.Unstructured, obs *drive.Observation) error {
@@ -257,7 +444,7 @@ func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, result
 		case Failed, Denied:
 			metricApplyErrors.WithLabelValues(r.Entry.Kind).Inc()
 			if ClassOf(res.Err) == Transient {
-				log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message, "requeueAfter", requeueApplyFailed.String())
+				log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
 				continue
 			}
 			log.Info("Apply refused, not retrying until the CR or the operator's RBAC changes", "object", res.Object.String(), "action", res.Action, "reason", res.Message)

@@ -77,8 +77,15 @@ func installCRDs(t *testing.T, cfg *rest.Config, c client.Client) {
 		if err != nil {
 			return false, err
 		}
-		_, err = mc.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: "Service"}, "v1")
-		return err == nil, nil
+		// every Kind of the bundle: one served later restarts the manager (servedWatch)
+		for _, crd := range crds {
+			g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+			k, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+			if _, err := mc.RESTMapper().RESTMapping(schema.GroupKind{Group: g, Kind: k}); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatalf("CRDs never served: %v", err)

@@ -88,7 +88,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		b := ctrl.NewControllerManagedBy(mgr).
 			Named(strings.ToLower(strings.ReplaceAll(ref.String(), "/", "-"))).
 			For(e.New()).
-			WithOptions(controller.Options{MaxConcurrentReconciles: 2})
+			WithOptions(controller.Options{MaxConcurrentReconciles: o.workers()})
 		for _, child := range e.OwnedGVKs(group) {
 			if !served(child) {
 				log.Info("child kind not served by the cluster, not watching it", "kind", gvk.Kind, "child", child.String())
@@ -121,11 +121,28 @@ type setupOptions struct {
 	upgrades            bool
 	gcInterval, gcGrace time.Duration
 	git                 GitWriter
+	concurrency         int
 }
 
 // WithGitWriter gives the upgrade machine the operator's git write path, for
 // spec.upgradePolicy.revertInGit (nil: none, and such CRs say so).
 func WithGitWriter(g GitWriter) SetupOption { return func(o *setupOptions) { o.git = g } }
+
+// DefaultKindConcurrency is how many CRs of one Kind are reconciled at once by default. A
+// reconcile of an unchanged CR reads only caches; one that applies waits on the
+// apiserver, so more workers than cores keep the apiserver busy.
+const DefaultKindConcurrency = 16
+
+func (o setupOptions) workers() int {
+	if o.concurrency > 0 {
+		return o.concurrency
+	}
+	return DefaultKindConcurrency
+}
+
+// WithConcurrency sets how many CRs of each Kind are reconciled at once (--kind-concurrency;
+// 0: DefaultKindConcurrency).
+func WithConcurrency(n int) SetupOption { return func(o *setupOptions) { o.concurrency = n } }
 
 // WithUpgrades opens the cluster gate of the upgrade machine (--upgrade-fsm): CRs whose
 // spec.upgradePolicy.enabled is true are then upgraded through pre-flight, health gate and

@@ -1,6 +1,10 @@
 package reconcile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -75,40 +79,203 @@ func controlledBy(o metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-// How long a Kind reconcile waits before looking again, when nothing wakes it.
+// How long a Kind reconcile waits before looking again, when nothing wakes it. Children
+// are watched (Owns): a child's readiness change wakes the controller by itself, so these
+// are only for what no watch reports.
 const (
-	// requeueApplyFailed: a child failed to apply for a reason that may pass.
-	requeueApplyFailed = 30 * time.Second
-	// requeueProgressing: children are rolling out; pods are not watched, so their
-	// readiness does not wake the controller.
-	requeueProgressing = 10 * time.Second
+	// requeueStuckPods: the workload's pods are stuck (crash loop, image pull); pods are
+	// not watched, so a rising restart count or a recovery does not wake the controller.
+	requeueStuckPods = 10 * time.Second
+	// requeueProgressing is the safety net while children roll out: their watches wake
+	// the controller long before.
+	requeueProgressing = 2 * time.Minute
+	// backoffBase and backoffMax bound the retry of children that failed to apply for a
+	// reason that may pass: 5 s, 10 s, 20 s … 5 min.
+	backoffBase = 5 * time.Second
+	backoffMax  = 5 * time.Minute
+	// progressEvery is the least time between two status writes that only move a
+	// message or a count (replicas ready, restarts): a rollout costs two writes — the
+	// first look and Ready — not one per event.
+	progressEvery = 15 * time.Second
 )
 
-// requeue is the requeue policy, one row per state, first match wins.
+// backoff is how long to wait before retrying after failures consecutive failed applies
+// (1 or more): doubling from backoffBase up to backoffMax.
+func backoff(failures int) time.Duration {
+	d := backoffBase
+	for i := 1; i < failures && d < backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, backoffMax)
+}
+
+// Wake is what, besides the status, decides the next reconcile.
+type Wake struct {
+	// Failures counts the consecutive reconciles whose apply had a transient failure,
+	// this one included.
+	Failures int
+	// StuckPods: the workload's pods are stuck (a crash loop), which no watch reports.
+	StuckPods bool
+	// Status is how long until a status write held back by statusDue is due (0: none).
+	Status time.Duration
+	// Lag is how long until a child skipped as "the cache has not seen our apply yet"
+	// must be looked at again (0: none).
+	Lag time.Duration
+}
+
+// requeue is the requeue policy, one row per state, first match wins; the delay is then
+// shortened to any held-back status write or lagging child (next).
 var requeue = []struct {
-	when  func(drive.Status, Outcome) bool
-	after time.Duration
+	when  func(drive.Status, Outcome, Wake) bool
+	after func(Wake) time.Duration
 	why   string
 }{
 	// a transient apply failure is retried even when another child's refusal stalls the CR
-	{func(_ drive.Status, o Outcome) bool { return len(o.Failed) > 0 }, requeueApplyFailed, "retry the children that failed to apply"},
-	{func(s drive.Status, _ Outcome) bool {
+	{func(_ drive.Status, o Outcome, _ Wake) bool { return len(o.Failed) > 0 },
+		func(w Wake) time.Duration { return backoff(max(w.Failures, 1)) }, "retry the children that failed to apply, backing off"},
+	{func(s drive.Status, _ Outcome, w Wake) bool {
+		return w.StuckPods && meta.IsStatusConditionTrue(s.Conditions, drive.ConditionReconciling)
+	}, func(Wake) time.Duration { return requeueStuckPods }, "look at the stuck pods again (pods are not watched)"},
+	{func(s drive.Status, _ Outcome, _ Wake) bool {
 		return meta.IsStatusConditionTrue(s.Conditions, drive.ConditionReconciling)
-	}, requeueProgressing, "look at the rollout again"},
-	{func(s drive.Status, _ Outcome) bool {
+	}, func(Wake) time.Duration { return requeueProgressing }, "wait for the children's watches (a slow safety net)"},
+	{func(s drive.Status, _ Outcome, _ Wake) bool {
 		return meta.IsStatusConditionTrue(s.Conditions, drive.ConditionStalled)
-	}, 0, "wait for a change of the CR"},
-	{func(drive.Status, Outcome) bool { return true }, 0, "wait for a change of the CR or a child"},
+	}, func(Wake) time.Duration { return 0 }, "wait for a change of the CR"},
+	{func(drive.Status, Outcome, Wake) bool { return true }, func(Wake) time.Duration { return 0 }, "wait for a change of the CR or a child"},
 }
 
 // next returns when to reconcile again after writing status s for apply outcome o, and why.
-func next(s drive.Status, o Outcome) (ctrl.Result, string) {
+func next(s drive.Status, o Outcome, w Wake) (ctrl.Result, string) {
 	for _, row := range requeue {
-		if row.when(s, o) {
-			return ctrl.Result{RequeueAfter: row.after}, row.why
+		if !row.when(s, o, w) {
+			continue
 		}
+		after, why := row.after(w), row.why
+		for _, soon := range []struct {
+			d   time.Duration
+			why string
+		}{{w.Status, "write the status held back"}, {w.Lag, "look at a child the cache has not shown since our apply"}} {
+			if soon.d > 0 && (after == 0 || soon.d < after) {
+				after, why = soon.d, soon.why
+			}
+		}
+		return ctrl.Result{RequeueAfter: after}, why
 	}
 	return ctrl.Result{}, "" // unreachable: the last row matches everything
+}
+
+// statusDue decides whether status next, summarized from an observation, is written over
+// previous, the status as read, given when this process last wrote it (zero: never). A
+// change of generation or of any condition's status, reason or transition is written at
+// once; a change of only the phase, messages or counts is written once progressEvery has passed
+// since the last write, and otherwise held back for wait.
+func statusDue(previous, next drive.Status, lastWrite, now time.Time) (write bool, wait time.Duration) {
+	if drive.Equal(previous, next) {
+		return false, 0
+	}
+	if significant(previous, next) || lastWrite.IsZero() {
+		return true, 0
+	}
+	if since := now.Sub(lastWrite); since < progressEvery {
+		return false, progressEvery - since
+	}
+	return true, 0
+}
+
+// statusLag reports whether the CR as read (at resourceVersion rv) is the one our last
+// status write, at writtenAt, was computed from (from): the cache has not shown that write
+// yet, so the status read is stale. For at most LagGrace; lag is how long remains.
+func statusLag(rv, from string, writtenAt, now time.Time) (lag time.Duration, ok bool) {
+	if from == "" || rv != from || now.Sub(writtenAt) >= LagGrace {
+		return 0, false
+	}
+	return LagGrace - now.Sub(writtenAt), true
+}
+
+// significant reports a change a user or a waiting tool acts on: generation, or a
+// condition appearing, going, or changing status, reason or transition time. The phase
+// alone is progress (Creating → Degraded while the first replicas come up); it moves with
+// a condition whenever it means something else (Running with Ready, Degraded with Stalled).
+func significant(a, b drive.Status) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
+		return true
+	}
+	for _, x := range a.Conditions {
+		y := meta.FindStatusCondition(b.Conditions, x.Type)
+		if y == nil || x.Status != y.Status || x.Reason != y.Reason || x.ObservedGeneration != y.ObservedGeneration ||
+			!x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return true
+		}
+	}
+	return false
+}
+
+// childRecord is what a Kind controller remembers of its last apply of one child.
+type childRecord struct {
+	// Digest of the desired object applied.
+	Digest string
+	// Before and After are the child's fingerprints (childFingerprint) as the cache
+	// showed it just before the apply ("" when absent) and as the apply returned it.
+	Before, After string
+	// At is when the apply returned.
+	At time.Time
+	// Seen is set once the cache has shown the child as the apply left it.
+	Seen bool
+}
+
+// childStale decides whether a child whose desired state has digest must be applied, from
+// the record of our last apply of it (nil: none in this process) and live, its fingerprint
+// in the cache now; watched is false when no cache watches the child's kind. A child is
+// applied when it was never applied by this process, its desired state changed, or its
+// live state moved since our apply (drift: another field manager took a field of ours, or
+// the child was deleted or replaced). For at most LagGrace after an apply, a live state
+// equal to the one before it is the cache not having shown our write yet: not stale, and
+// lag says when to look again.
+func childStale(digest string, rec *childRecord, live string, watched bool, now time.Time) (stale bool, lag time.Duration) {
+	switch {
+	case !watched, rec == nil, rec.Digest != digest:
+		return true, 0
+	case live == rec.After:
+		return false, 0
+	case !rec.Seen && live == rec.Before && now.Sub(rec.At) < LagGrace:
+		return false, LagGrace - now.Sub(rec.At)
+	}
+	return true, 0
+}
+
+// LagGrace is how long after an apply the cache may still show a child as it was before.
+const LagGrace = 10 * time.Second
+
+// childFingerprint summarises what of a child an apply by manager could change: its
+// identity (uid, deletion) and the fields manager owns on the main resource. Another
+// writer changing or removing one of our fields takes it from our managedFields entry (an
+// update always does; an apply by force does), so drift changes the fingerprint, while
+// status writes, other managers' own fields and the controller-manager's annotations leave
+// it as it is. An absent child has the empty fingerprint.
+func childFingerprint(m *unstructured.Unstructured, manager string) string {
+	if m == nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%t", m.GetUID(), m.GetDeletionTimestamp() != nil)
+	for _, e := range m.GetManagedFields() {
+		if e.Manager != manager || e.Subresource != "" {
+			continue
+		}
+		fmt.Fprintf(h, "\x00%s\x00%s\x00", e.Operation, e.APIVersion)
+		if e.FieldsV1 != nil {
+			h.Write(e.FieldsV1.GetRawBytes())
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// digest identifies the desired state of a child.
+func digest(u *unstructured.Unstructured) string {
+	b, _ := json.Marshal(u.Object) // map keys are sorted: stable
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

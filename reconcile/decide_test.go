@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
+	kindsv1 "github.com/openuniverse/operator/kinds/v1"
 )
 
 var (
@@ -173,26 +174,197 @@ func TestNext(t *testing.T) {
 	}
 	ready := cond(drive.ConditionReady, metav1.ConditionTrue, drive.ReasonAvailable)
 	notReady := func(reason string) metav1.Condition { return cond(drive.ConditionReady, metav1.ConditionFalse, reason) }
+	rolling := status(notReady(drive.ReasonNotReady), cond(drive.ConditionReconciling, metav1.ConditionTrue, drive.ReasonNotReady))
+	applyFailed := status(notReady(drive.ReasonApplyFailed), cond(drive.ConditionReconciling, metav1.ConditionTrue, drive.ReasonApplyFailed))
+	failed := Outcome{Failed: []string{"x"}}
 	cases := map[string]struct {
 		status drive.Status
 		out    Outcome
+		wake   Wake
 		want   time.Duration
 	}{
-		"ready: wait for a change":              {status(ready), Outcome{}, 0},
-		"rolling out: look again":               {status(notReady(drive.ReasonNotReady), cond(drive.ConditionReconciling, metav1.ConditionTrue, drive.ReasonNotReady)), Outcome{}, requeueProgressing},
-		"transient apply failure: retry":        {status(notReady(drive.ReasonApplyFailed), cond(drive.ConditionReconciling, metav1.ConditionTrue, drive.ReasonApplyFailed)), Outcome{Failed: []string{"x"}}, requeueApplyFailed},
-		"stalled (invalid): no requeue":         {status(notReady(drive.ReasonRejected), cond(drive.ConditionStalled, metav1.ConditionTrue, drive.ReasonRejected)), Outcome{Rejected: []string{"x"}}, 0},
-		"stalled with a transient one: retry":   {status(notReady(drive.ReasonForbidden), cond(drive.ConditionStalled, metav1.ConditionTrue, drive.ReasonForbidden)), Outcome{Denied: []string{"x"}, Failed: []string{"y"}}, requeueApplyFailed},
-		"halted, Pending (delegated): no retry": {status(notReady("Delegated")), Outcome{}, 0},
+		"ready: wait for a change":                    {status(ready), Outcome{}, Wake{}, 0},
+		"rolling out: the watches wake it":            {rolling, Outcome{}, Wake{}, requeueProgressing},
+		"rolling out with stuck pods: look again":     {rolling, Outcome{}, Wake{StuckPods: true}, requeueStuckPods},
+		"stuck pods but ready (one of many): no poll": {status(ready), Outcome{}, Wake{StuckPods: true}, 0},
+		"first transient failure: retry soon":         {applyFailed, failed, Wake{Failures: 1}, backoffBase},
+		"fourth transient failure: backs off":         {applyFailed, failed, Wake{Failures: 4}, 8 * backoffBase},
+		"failing for long: capped":                    {applyFailed, failed, Wake{Failures: 40}, backoffMax},
+		"stalled (invalid): no requeue":               {status(notReady(drive.ReasonRejected), cond(drive.ConditionStalled, metav1.ConditionTrue, drive.ReasonRejected)), Outcome{Rejected: []string{"x"}}, Wake{}, 0},
+		"stalled with a transient one: retry":         {status(notReady(drive.ReasonForbidden), cond(drive.ConditionStalled, metav1.ConditionTrue, drive.ReasonForbidden)), Outcome{Denied: []string{"x"}, Failed: []string{"y"}}, Wake{Failures: 2}, 2 * backoffBase},
+		"halted, Pending (delegated): no retry":       {status(notReady("Delegated")), Outcome{}, Wake{}, 0},
+		"ready with a held-back status write":         {status(ready), Outcome{}, Wake{Status: 3 * time.Second}, 3 * time.Second},
+		"rolling out, a child lagging: sooner":        {rolling, Outcome{}, Wake{Lag: 4 * time.Second}, 4 * time.Second},
+		"backing off, a later status write: backoff":  {applyFailed, failed, Wake{Failures: 1, Status: 9 * time.Second}, backoffBase},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, why := next(tc.status, tc.out)
+			got, why := next(tc.status, tc.out, tc.wake)
 			if diff := cmp.Diff(ctrl.Result{RequeueAfter: tc.want}, got); diff != "" {
 				t.Errorf("next (-want +got):\n%s", diff)
 			}
 			if why == "" {
 				t.Error("next gives no reason")
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	var prev time.Duration
+	for f := 1; f <= 20; f++ {
+		d := backoff(f)
+		if d < prev || d > backoffMax || (f == 1 && d != backoffBase) {
+			t.Fatalf("backoff(%d) = %s after %s: want doubling from %s, capped at %s", f, d, prev, backoffBase, backoffMax)
+		}
+		prev = d
+	}
+	if prev != backoffMax {
+		t.Errorf("backoff(20) = %s, want the cap %s", prev, backoffMax)
+	}
+}
+
+func TestStatusDue(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := metav1.NewTime(t0)
+	st := func(phase string, reason string, msg string, ready int32) drive.Status {
+		status := metav1.ConditionFalse
+		if reason == drive.ReasonAvailable {
+			status = metav1.ConditionTrue
+		}
+		return drive.Status{Phase: kindsv1.Phase(phase), ObservedGeneration: 1, Message: msg, ReadyReplicas: ready,
+			Conditions: []metav1.Condition{{Type: drive.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1, LastTransitionTime: at}}}
+	}
+	rolling := st("Creating", drive.ReasonNotReady, "Deployment/ns/web: Replicas: 0/2", 0)
+	moved := st("Creating", drive.ReasonNotReady, "Deployment/ns/web: Available: 1/2", 0)
+	ready := st("Running", drive.ReasonAvailable, "2/2 replicas ready", 2)
+	ready.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(5 * time.Second))
+	newGen := rolling
+	newGen.ObservedGeneration = 2
+	cases := map[string]struct {
+		previous, next drive.Status
+		lastWrite, now time.Time
+		write          bool
+		wait           time.Duration
+	}{
+		"unchanged: nothing":                      {rolling, rolling, t0, t0.Add(time.Hour), false, 0},
+		"never written by this process: write":    {rolling, moved, time.Time{}, t0, true, 0},
+		"progress only, just written: held back":  {rolling, moved, t0, t0.Add(5 * time.Second), false, progressEvery - 5*time.Second},
+		"progress only, long since: write":        {rolling, moved, t0, t0.Add(progressEvery), true, 0},
+		"Ready flips: at once":                    {rolling, ready, t0, t0.Add(time.Second), true, 0},
+		"a new generation: at once":               {rolling, newGen, t0, t0.Add(time.Second), true, 0},
+		"first status of a CR: at once":           {drive.Status{}, rolling, t0, t0.Add(time.Second), true, 0},
+		"phase only (first replicas up): later":   {rolling, withPhase(rolling, "Degraded"), t0, t0.Add(time.Second), false, progressEvery - time.Second},
+		"restart count only, just written: later": {withRestarts(rolling, 3), withRestarts(rolling, 4), t0, t0.Add(time.Second), false, progressEvery - time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			write, wait := statusDue(tc.previous, tc.next, tc.lastWrite, tc.now)
+			if write != tc.write || wait != tc.wait {
+				t.Errorf("statusDue = %v, %s; want %v, %s", write, wait, tc.write, tc.wait)
+			}
+		})
+	}
+}
+
+func withPhase(s drive.Status, p string) drive.Status {
+	s.Phase = kindsv1.Phase(p)
+	return s
+}
+
+func withRestarts(s drive.Status, n int32) drive.Status {
+	s.Restarts = n
+	return s
+}
+
+func TestChildStale(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rec := &childRecord{Digest: "d1", Before: "", After: "fp-applied", At: t0}
+	seen := &childRecord{Digest: "d1", Before: "fp-old", After: "fp-applied", At: t0, Seen: true}
+	cases := map[string]struct {
+		digest  string
+		rec     *childRecord
+		live    string
+		watched bool
+		now     time.Time
+		stale   bool
+		lag     time.Duration
+	}{
+		"never applied by this process":               {"d1", nil, "fp-applied", true, t0, true, 0},
+		"kind not watched: always applied":            {"d1", rec, "fp-applied", false, t0, true, 0},
+		"desired changed":                             {"d2", rec, "fp-applied", true, t0, true, 0},
+		"live as we left it: in sync, no request":     {"d1", rec, "fp-applied", true, t0.Add(time.Hour), false, 0},
+		"cache not showing our create yet: wait":      {"d1", rec, "", true, t0.Add(3 * time.Second), false, LagGrace - 3*time.Second},
+		"still absent long after our create: re-do":   {"d1", rec, "", true, t0.Add(LagGrace), true, 0},
+		"seen, then deleted (absent again): re-apply": {"d1", seen, "", true, t0.Add(time.Second), true, 0},
+		"seen, then back to the old state: re-apply":  {"d1", seen, "fp-old", true, t0.Add(time.Second), true, 0},
+		"drifted (our fields taken): re-apply":        {"d1", rec, "fp-drifted", true, t0.Add(time.Second), true, 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			stale, lag := childStale(tc.digest, tc.rec, tc.live, tc.watched, tc.now)
+			if stale != tc.stale || lag != tc.lag {
+				t.Errorf("childStale = %v, %s; want %v, %s", stale, lag, tc.stale, tc.lag)
+			}
+		})
+	}
+}
+
+func TestChildFingerprint(t *testing.T) {
+	const ours = "universe-operator"
+	obj := func(uid string, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetUID(types.UID(uid))
+		u.SetManagedFields(entries)
+		return u
+	}
+	entry := func(manager, sub, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
+			Subresource: sub, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	spec := `{"f:spec":{"f:minReadySeconds":{},"f:replicas":{}}}`
+	applied := obj("u1", entry(ours, "", spec))
+	cases := map[string]struct {
+		live *unstructured.Unstructured
+		same bool
+	}{
+		"same object": {obj("u1", entry(ours, "", spec)), true},
+		"a status write by the controller-manager":    {obj("u1", entry(ours, "", spec), entry("kube-controller-manager", "status", `{"f:status":{}}`)), true},
+		"another manager's own field (an annotation)": {obj("u1", entry(ours, "", spec), entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{}}}`)), true},
+		"kubectl edit took a field of ours":           {obj("u1", entry(ours, "", `{"f:spec":{"f:replicas":{}}}`), entry("kubectl-edit", "", `{"f:spec":{"f:minReadySeconds":{}}}`)), false},
+		"deleted and recreated by someone":            {obj("u2", entry(ours, "", spec)), false},
+		"absent":                                      {nil, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := childFingerprint(tc.live, ours) == childFingerprint(applied, ours); got != tc.same {
+				t.Errorf("same fingerprint = %v, want %v", got, tc.same)
+			}
+		})
+	}
+	if childFingerprint(nil, ours) != "" {
+		t.Error("an absent child must have the empty fingerprint")
+	}
+}
+
+func TestStatusLag(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		rv, from string
+		now      time.Time
+		lag      time.Duration
+		ok       bool
+	}{
+		"never written":                              {"5", "", t0, 0, false},
+		"read after our write showed up":             {"6", "5", t0.Add(time.Second), 0, false},
+		"read before the cache showed our write":     {"5", "5", t0.Add(2 * time.Second), LagGrace - 2*time.Second, true},
+		"still the same long after: not lag (no-op)": {"5", "5", t0.Add(LagGrace), 0, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			lag, ok := statusLag(tc.rv, tc.from, t0, tc.now)
+			if lag != tc.lag || ok != tc.ok {
+				t.Errorf("statusLag = %s, %v; want %s, %v", lag, ok, tc.lag, tc.ok)
 			}
 		})
 	}

@@ -57,15 +57,6 @@ func (r *KindReconciler) keep(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// applyChildren applies the built children, recreating those with immutable changes when
-// the CR asks to force.
-func (r *KindReconciler) applyChildren(ctx context.Context, s *scope) []Result {
-	if s.takeover.force {
-		return r.Applier.ApplyForced(ctx, s.desired)
-	}
-	return r.Applier.Apply(ctx, s.desired)
-}
-
 // reportTakeover sets the takeover conditions on the status about to be written and records
 // an Event when children were adopted, or when the kept fields or the leftovers changed.
 func (r *KindReconciler) reportTakeover(ctx context.Context, s *scope, st *drive.Status) {

@@ -57,6 +57,8 @@ type runOptions struct {
 	UpgradeFSM       bool
 	PreflightGCEvery time.Duration
 	PreflightGCGrace time.Duration
+	// KindConcurrency is how many CRs of each Kind are reconciled at once.
+	KindConcurrency int
 	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
 	ProtectedSecrets []string
 	// Shard restricts the caches and controllers to namespaces and a CR label selector.
@@ -91,6 +93,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
+	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
@@ -183,7 +186,8 @@ func run(o *runOptions) error {
 	mux := http.NewServeMux() // POST /reconcile and GET /gitops
 
 	var gw *gitWrite // the write path to the universe repository; nil without the sweep
-	kindOpts := []reconcile.SetupOption{reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace)}
+	kindOpts := []reconcile.SetupOption{reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace),
+		reconcile.WithConcurrency(o.KindConcurrency)}
 	if wantGitWrite(o) {
 		gw = &gitWrite{}
 		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))

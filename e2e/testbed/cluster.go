@@ -35,6 +35,10 @@ const CrashLoopLabel = "testbed.openuniverse.dev/crashloop"
 // (stages/pod-crashloop-image.yaml): an upgrade to it fails, a rollback from it recovers.
 const CrashLoopImage = "testbed.invalid/crash-loop:v1"
 
+// nodePods is how many pods the fake node takes: the Kind benchmarks run two replicas for
+// each of up to 5 000 Service CRs.
+const nodePods = "12000"
+
 // NodeName is the fake node kwok manages in a full cluster.
 const NodeName = "kwok-node-0"
 
@@ -113,10 +117,14 @@ func (c *Cluster) start(ctx context.Context, o Options, pki *PKI) error {
 		"--root-ca-file="+pki.CACert,
 		"--use-service-account-credentials=false",
 		"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
+		// as large clusters tune it: at the default 20 QPS the deployment and replicaset
+		// controllers alone need minutes to roll out 1 000 Deployments
+		"--kube-api-qps=200", "--kube-api-burst=400",
+		"--concurrent-deployment-syncs=20", "--concurrent-replicaset-syncs=20",
 	)...); err != nil {
 		return err
 	}
-	if err := c.run(o, "kube-scheduler", append(common, "--secure-port="+strconv.Itoa(schedPort))...); err != nil {
+	if err := c.run(o, "kube-scheduler", append(common, "--secure-port="+strconv.Itoa(schedPort), "--kube-api-qps=200", "--kube-api-burst=400")...); err != nil {
 		return err
 	}
 	if err := c.startKwok(ctx, o, kwokPort); err != nil {
@@ -170,7 +178,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, pki *PKI, port,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+pki.SAPublicKey,
 		"--service-account-signing-key-file="+pki.SAKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		// a /16 holds 65 534 Services: the Kind benchmarks create one per CR (5 000 and more)
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
@@ -220,6 +229,8 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
+		// pod IPs: kwok's default 10.0.0.0/24 holds 254 pods and lies in the Service range
+		"--cidr=10.244.0.0/16",
 		// kwok renews the node's Lease; without it the controller-manager marks the node
 		// NotReady after its grace period and every pod on it not Ready.
 		"--node-lease-duration-seconds=40",
@@ -257,10 +268,10 @@ func (c *Cluster) startKwok(ctx context.Context, o Options, port int) error {
 		},
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("1000"),
+			corev1.ResourcePods: resource.MustParse(nodePods),
 		}, Capacity: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("1000"),
+			corev1.ResourcePods: resource.MustParse(nodePods),
 		}},
 	}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
