@@ -74,3 +74,24 @@ func TestRunStopsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// The trigger keeps when the oldest request a sweep will serve was fired: requests that join
+// a pending one do not move it, and a sweep taking it leaves nothing for the next.
+func TestTriggerKeepsTheOldestRequestTime(t *testing.T) {
+	trig := NewTrigger()
+	if at := trig.take(); !at.IsZero() {
+		t.Fatalf("nothing fired, take = %s", at)
+	}
+	before := time.Now()
+	trig.Fire()
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	trig.Fire()
+	at := trig.take()
+	if at.Before(before) || !at.Before(mid) {
+		t.Fatalf("take = %s, want the first Fire's time (between %s and %s)", at, before, mid)
+	}
+	if again := trig.take(); !again.IsZero() {
+		t.Fatalf("second take = %s, want zero", again)
+	}
+}

@@ -183,8 +183,12 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	defer s.sweepMu.Unlock()
 	log := ctrllog.FromContext(ctx)
 	start := s.now()
+	triggered := s.trig.take()
 	r, err := s.sweep(ctx)
 	r.Started, r.Duration = start, s.now().Sub(start).Seconds()
+	if !triggered.IsZero() {
+		r.Triggered = &triggered
+	}
 	if err != nil {
 		r.Error = err.Error()
 		log.Error(err, "Sweep failed, retrying on the next tick", "revision", r.Revision)
@@ -205,22 +209,35 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 }
 
 func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
+	var ph Phases
+	lap := s.now()
+	since := func(d *float64) {
+		now := s.now()
+		*d, lap = now.Sub(lap).Seconds(), now
+	}
 	rev, err := s.src.Head(ctx)
+	since(&ph.Head)
 	if err != nil {
-		return Report{}, fmt.Errorf("resolve head: %w", err)
+		return Report{Phases: ph}, fmt.Errorf("resolve head: %w", err)
 	}
 	refetched := 0
 	if rev != s.rev || s.items == nil {
 		snap, err := s.src.Snapshot(ctx, rev)
+		since(&ph.Fetch)
 		if err != nil {
-			return Report{Revision: rev}, fmt.Errorf("read snapshot %s: %w", rev, err)
+			return Report{Revision: rev, Phases: ph}, fmt.Errorf("read snapshot %s: %w", rev, err)
 		}
-		s.load(snap)
+		objs, errs := source.ParseLimited(snap, s.limits)
+		since(&ph.Parse)
+		s.load(snap, objs, errs)
+		since(&ph.Plan)
 		refetched = snap.Refetched
 	}
 	s.resolve(ctx)
+	since(&ph.Resolve)
 	stale := s.stale()
 	all, applied := s.applyStaged(ctx, stale)
+	since(&ph.Apply)
 	// The objects the RESTMapping refused are skips, not results.
 	results := make([]reconcile.Result, 0, len(all))
 	skips := s.skips
@@ -236,7 +253,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 		skips = mergeSkips(s.skips, refused)
 	}
 	return Report{
-		Revision: rev, Idle: applied == 0, Results: results, Skips: skips,
+		Revision: rev, Idle: applied == 0, Results: results, Skips: skips, Phases: ph,
 		Summary: Summarize(s.files, refetched, applied, results, skips),
 	}, nil
 }
@@ -265,8 +282,8 @@ func (s *Sweeper) scopeOf(gvk schema.GroupVersionKind) Scoping {
 // load plans a new snapshot, keeping what was resolved for unchanged kinds
 // and forgetting the records of objects git no longer declares (they are
 // never deleted from the cluster).
-func (s *Sweeper) load(snap *source.Snapshot) {
-	plan := s.scope.WithAPI(s.scopeOf).Plan(source.ParseLimited(snap, s.limits))
+func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []source.FileError) {
+	plan := s.scope.WithAPI(s.scopeOf).Plan(objs, errs)
 	prev := map[key]*item{}
 	for _, it := range s.items {
 		prev[it.key] = it
