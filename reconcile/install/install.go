@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -114,8 +115,8 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.R
 		return nil, err
 	}
 	a := &reconcile.Applier{Client: i.Client, Manager: reconcile.ManagerInstall}
-	results := a.Apply(ctx, crds)
-	if err := i.waitEstablished(ctx, crds, results); err != nil {
+	results, pending := i.applyCRDs(ctx, a, crds)
+	if err := i.waitEstablished(ctx, pending); err != nil {
 		return results, err
 	}
 	if o.CRDsOnly {
@@ -131,17 +132,66 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.R
 	return results, nil
 }
 
-// waitEstablished polls the CRDs that applied until each is Established.
-func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured, results []reconcile.Result) error {
+// crdConcurrency is how many CRDs install applies at once.
+const crdConcurrency = 8
+
+// applyCRDs applies the bundle with one request per CRD: one metadata-only list tells which
+// exist (and their resourceVersion, which an apply that changes nothing leaves as it is), and
+// each apply returns the CRD with its status, so only CRDs not yet Established are named for
+// the wait. Without the list (RBAC), it falls back to the get-and-dry-run path.
+func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*unstructured.Unstructured) ([]reconcile.Result, []string) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(apiextensionsGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	if err := i.Client.List(ctx, list); err != nil {
+		results := a.Apply(ctx, crds)
+		var pending []string
+		for n, r := range results {
+			if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
+				pending = append(pending, crds[n].GetName())
+			}
+		}
+		return results, pending
+	}
+	live := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
+	for n := range list.Items {
+		live[list.Items[n].Name] = &list.Items[n]
+	}
+	results := make([]reconcile.Result, len(crds))
+	served := make([]bool, len(crds))
+	sem := make(chan struct{}, crdConcurrency)
+	var wg sync.WaitGroup
+	for n, crd := range crds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var before metav1.Object // an untyped nil when the CRD is new
+			if m := live[crd.GetName()]; m != nil {
+				before = m
+			}
+			var after *unstructured.Unstructured
+			results[n], after = a.ApplyKnown(ctx, crd, before)
+			served[n] = after != nil && reconcile.Established(after)
+		}()
+	}
+	wg.Wait()
+	var pending []string
+	for n, r := range results {
+		if r.Action != reconcile.Failed && r.Action != reconcile.Denied && !served[n] {
+			pending = append(pending, crds[n].GetName())
+		}
+	}
+	return results, pending
+}
+
+// waitEstablished polls the named CRDs until each is Established.
+func (i Installer) waitEstablished(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	timeout := i.EstablishTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
-	}
-	var names []string
-	for n, r := range results {
-		if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
-			names = append(names, crds[n].GetName())
-		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

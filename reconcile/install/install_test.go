@@ -2,8 +2,10 @@ package install_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,6 +90,10 @@ func TestCRDsBundleAccepted(t *testing.T) {
 
 // TestInstall installs the operator twice: the first run applies everything, the second
 // is all in-sync. The ClusterRole grants the custom resources no delete.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestInstall(t *testing.T) {
 	cfg := testbed.APIServer(t)
 	c, err := client.NewWithWatch(cfg, client.Options{})
@@ -128,12 +134,36 @@ func TestInstall(t *testing.T) {
 		}
 	}
 
-	crdsOnly, err := inst.Install(ctx, install.InstallOptions{APIGroup: o.APIGroup, CRDsOnly: true})
+	// An installed bundle costs one list and one apply per CRD: no get, no dry-run, no
+	// wait for CRDs the apply shows Established.
+	var requests atomic.Int32
+	counted := rest.CopyConfig(cfg)
+	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/customresourcedefinitions") {
+				requests.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	cc, err := client.NewWithWatch(counted, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdsOnly, err := install.Installer{Client: cc, Registry: kinds.Builtin()}.Install(ctx, install.InstallOptions{APIGroup: o.APIGroup, CRDsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(crdsOnly) != len(crds) {
 		t.Errorf("--crds-only applied %d objects, want %d", len(crdsOnly), len(crds))
+	}
+	if n := int(requests.Load()); n != len(crds)+1 {
+		t.Errorf("re-installing %d CRDs cost %d requests, want %d (one list, one apply each)", len(crds), n, len(crds)+1)
+	}
+	for _, r := range crdsOnly {
+		if r.Action != reconcile.InSync {
+			t.Errorf("--crds-only again: %s %s, want %s", r.Object, r.Action, reconcile.InSync)
+		}
 	}
 
 	dep := &unstructured.Unstructured{}
