@@ -141,7 +141,7 @@ func startOperator(t testing.TB, cl *cluster, repo *gitRepo, namespace string, e
 }
 
 // startOperatorOn is startOperator with the source flags given (a GitHub API, a proxy).
-func startOperatorOn(t *testing.T, cl *cluster, source []string, namespace string, extra ...string) *operator {
+func startOperatorOn(t testing.TB, cl *cluster, source []string, namespace string, extra ...string) *operator {
 	t.Helper()
 	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
 	secret, secretFile := "e2e-hook-secret-3b9a", filepath.Join(t.TempDir(), "webhook-secret")
