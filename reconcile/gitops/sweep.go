@@ -52,6 +52,7 @@ type Sweeper struct {
 
 	// The plan of the last revision read; only Sweep touches it, under sweepMu.
 	sweepMu sync.Mutex
+	parser  source.ParseCache // unchanged blobs are not parsed again
 	rev     string
 	files   int
 	items   []*item
@@ -237,7 +238,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 		if err != nil {
 			return Report{Revision: rev, Phases: ph}, fmt.Errorf("read snapshot %s: %w", rev, err)
 		}
-		objs, errs := source.ParseLimited(snap, s.limits)
+		objs, errs := s.parser.Parse(snap, s.limits)
 		since(&ph.Parse)
 		s.load(snap, objs, errs)
 		since(&ph.Plan)
@@ -301,8 +302,14 @@ func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []sourc
 	items := make([]*item, 0, len(plan.Applies))
 	keep := map[key]bool{}
 	for _, a := range plan.Applies {
-		it := &item{Apply: a, key: keyOf(a.Object), digest: Digest(a.Object)}
-		if p := prev[it.key]; p != nil && p.Object.GetAPIVersion() == a.Object.GetAPIVersion() {
+		it := &item{Apply: a, key: keyOf(a.Object)}
+		p := prev[it.key]
+		if p != nil && p.Object == a.Object {
+			it.digest = p.digest // the parse cache's object: its file did not change
+		} else {
+			it.digest = Digest(a.Object)
+		}
+		if p != nil && p.Object.GetAPIVersion() == a.Object.GetAPIVersion() {
 			it.mapping = p.mapping
 		}
 		keep[it.key] = true
