@@ -5,6 +5,9 @@ package install
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -132,15 +135,22 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.R
 	return results, nil
 }
 
+// BundleDigestAnnotation is set on every CRD install applies: the digest of the CRD as the
+// bundle declares it. A CRD that carries the digest of the bundle, has no field manager but
+// install on its spec and metadata, and is Established is in sync without a request.
+const BundleDigestAnnotation = "openuniverse.dev/bundle-digest"
+
 // crdConcurrency is how many CRDs install applies at once.
 const crdConcurrency = 8
 
-// applyCRDs applies the bundle with one request per CRD: one metadata-only list tells which
-// exist (and their resourceVersion, which an apply that changes nothing leaves as it is), and
-// each apply returns the CRD with its status, so only CRDs not yet Established are named for
-// the wait. Without the list (RBAC), it falls back to the get-and-dry-run path.
+// applyCRDs applies the bundle at most one request per CRD, after one list of the CRDs:
+// a CRD already at the bundle's digest, written by install alone and Established costs
+// nothing; any other is applied with one request (the list gave its resourceVersion, which
+// an apply that changes nothing leaves as it is), and the apply returns it with its status,
+// so only CRDs not yet Established are named for the wait. Without the list (RBAC), it
+// falls back to the get-and-dry-run path.
 func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*unstructured.Unstructured) ([]reconcile.Result, []string) {
-	list := &metav1.PartialObjectMetadataList{}
+	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(apiextensionsGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
 	if err := i.Client.List(ctx, list); err != nil {
 		results := a.Apply(ctx, crds)
@@ -152,9 +162,9 @@ func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*
 		}
 		return results, pending
 	}
-	live := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
+	live := make(map[string]*unstructured.Unstructured, len(list.Items))
 	for n := range list.Items {
-		live[list.Items[n].Name] = &list.Items[n]
+		live[list.Items[n].GetName()] = &list.Items[n]
 	}
 	results := make([]reconcile.Result, len(crds))
 	served := make([]bool, len(crds))
@@ -167,6 +177,10 @@ func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*
 			defer func() { <-sem; wg.Done() }()
 			var before metav1.Object // an untyped nil when the CRD is new
 			if m := live[crd.GetName()]; m != nil {
+				if inBundle(m, crd) {
+					results[n], served[n] = reconcile.Result{Object: reconcile.RefOf(crd), Action: reconcile.InSync}, true
+					return
+				}
 				before = m
 			}
 			var after *unstructured.Unstructured
@@ -182,6 +196,20 @@ func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*
 		}
 	}
 	return results, pending
+}
+
+// inBundle reports whether the live CRD is the bundle's want as install left it: the same
+// digest, no other manager of its spec or metadata, and served.
+func inBundle(live, want *unstructured.Unstructured) bool {
+	if live.GetAnnotations()[BundleDigestAnnotation] != want.GetAnnotations()[BundleDigestAnnotation] || live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	for _, e := range live.GetManagedFields() {
+		if e.Subresource == "" && e.Manager != reconcile.ManagerInstall {
+			return false
+		}
+	}
+	return reconcile.Established(live)
 }
 
 // waitEstablished polls the named CRDs until each is Established.
@@ -211,6 +239,17 @@ func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
+		b, err := json.Marshal(u.Object) // map keys sorted: stable
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
+		u.SetAnnotations(ann)
 		out = append(out, u)
 	}
 	return out, nil
