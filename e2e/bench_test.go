@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	kubectl := filepath.Join(testbed.BinDir(), "kubectl")
 	for range b.N {
 		var rows []benchRow
+		out := filepath.Join(envOr("BENCH_OUT", filepath.Join("..", ".cache", "bench")), "bench-"+time.Now().UTC().Format("20060102-150405")+".md")
 		for _, name := range corpora {
 			kind, n, err := parseCorpus(name)
 			if err != nil {
@@ -84,8 +86,8 @@ func BenchmarkSideBySide(b *testing.B) {
 					rows[i].corpus = name
 				}
 			}
+			writeBenchTable(b, rows, out) // after each corpus, so a long run keeps what it measured
 		}
-		writeBenchTable(b, rows)
 	}
 }
 
@@ -391,6 +393,7 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 		_, err := op.report()
 		return err == nil, fmt.Sprint(err)
 	})
+	var note string
 	step := func(files map[string][]byte, want func(created, updated int) bool) func() (time.Duration, time.Duration, uint64) {
 		return func() (time.Duration, time.Duration, uint64) {
 			sha := ""
@@ -415,15 +418,27 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 					b.Fatalf("sweep of %s: %s %+v", sha, r.Error, r.Summary)
 				}
 				end = r.Started.Add(time.Duration(r.Duration * float64(time.Second)))
+				ph := r.Phases
+				note = fmt.Sprintf("sweep %.2fs: head %.3f fetch %.3f parse %.3f plan %.3f resolve %.3f apply %.3f", r.Duration,
+					ph.Head, ph.Fetch, ph.Parse, ph.Plan, ph.Resolve, ph.Apply)
 				return true, ""
 			})
 			return end.Sub(fired), procCPU(pid) - cpu0, procPeakRSS(pid)
 		}
 	}
-	rows := []benchRow{
-		bc.measure(b, "operator run", "cold sync", step(corpusFiles(kind, ns, n, 0), func(c, _ int) bool { return c == n+1 })),
-		bc.measure(b, "operator run", "no-op", step(nil, func(c, u int) bool { return c+u == 0 })),
-		bc.measure(b, "operator run", "10 changed files", step(changedFiles(kind, ns, n), func(c, u int) bool { return c == 0 && u == 10 })),
+	var rows []benchRow
+	for _, st := range []struct {
+		name  string
+		files map[string][]byte
+		want  func(created, updated int) bool
+	}{
+		{"cold sync", corpusFiles(kind, ns, n, 0), func(c, _ int) bool { return c == n+1 }},
+		{"no-op", nil, func(c, u int) bool { return c+u == 0 }},
+		{"10 changed files", changedFiles(kind, ns, n), func(c, u int) bool { return c == 0 && u == 10 }},
+	} {
+		row := bc.measure(b, "operator run", st.name, step(st.files, st.want))
+		row.note = note
+		rows = append(rows, row)
 	}
 	op.stop(syscall.SIGTERM)
 	return rows
@@ -622,16 +637,24 @@ func fluxDone(u *unstructured.Unstructured, revision, token string) bool {
 }
 
 // writeBenchTable prints the table and its ratios and writes them under BENCH_OUT.
-func writeBenchTable(b *testing.B, rows []benchRow) {
+func writeBenchTable(b *testing.B, rows []benchRow, path string) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# make bench, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&sb, "One full control plane (etcd, kube-apiserver, kcm, scheduler, kwok), one git server, each tool in turn in its own namespace.\n")
-	fmt.Fprintf(&sb, "Requests: apiserver_request_total delta by verb, without leases, endpoints, nodes and flow control.\n\n")
+	fmt.Fprintf(&sb, "Requests: apiserver_request_total delta by verb, without leases, endpoints, nodes and flow control.\n")
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(&sb, "Machine: %d CPUs, load average at the end %s\n\n", runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Fprintf(&sb, "| corpus | step | tool | wall s | requests | by verb | tool CPU s | tool peak RSS MiB | apiserver CPU s |\n")
 	fmt.Fprintf(&sb, "|---|---|---|---:|---:|---|---:|---:|---:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&sb, "| %s | %s | %s | %.2f | %d | %s | %.2f | %d | %.2f |\n", r.corpus, r.step, r.tool, r.wall.Seconds(),
 			total(r.requests), verbs(r.requests), r.toolCPU.Seconds(), r.toolRSS>>20, r.apiCPU.Seconds())
+	}
+	fmt.Fprintf(&sb, "\n")
+	for _, r := range rows {
+		if r.note != "" {
+			fmt.Fprintf(&sb, "- %s, %s, %s: %s\n", r.corpus, r.tool, r.step, r.note)
+		}
 	}
 	find := func(corpus, tool, step string) *benchRow {
 		for i := range rows {
@@ -668,13 +691,11 @@ func writeBenchTable(b *testing.B, rows []benchRow) {
 		}
 	}
 	fmt.Print("\n" + sb.String())
-	dir := envOr("BENCH_OUT", filepath.Join("..", ".cache", "bench"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	p := filepath.Join(dir, "bench-"+time.Now().UTC().Format("20060102-150405")+".md")
-	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("\nwritten to %s\n", p)
+	fmt.Printf("\nwritten to %s\n", path)
 }
