@@ -47,9 +47,9 @@ e2e: controlplane build ## Run the end-to-end suite only
 	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
 
 # BENCH_CORPORA and BENCH_TOOLS narrow `make bench` (see e2e/bench_test.go).
-bench: controlplane ## kubectl, operator up, operator run and Flux side by side at 1000 and 10000 objects (builds Flux once); table in .cache/bench/
+bench: controlplane ## kubectl, operator up, operator run and Flux side by side at 1000 and 10000 objects, push latency (builds Flux once); tables in .cache/bench/
 	FLUX_BIN_DIR=$$(hack/build-flux.sh | tail -1) BENCH_OUT=$(CURDIR)/.cache/bench \
-		$(GO_TEST) -run '^$$' -bench 'SideBySide' -benchtime 1x -timeout 120m ./e2e/
+		$(GO_TEST) -run '^$$' -bench 'PushLatency|SideBySide' -benchtime 1x -timeout 150m ./e2e/
 
 bench-sweep: controlplane ## The in-process sweep vs kubectl apply --server-side over 1000 CRs, and the sweep's RSS
 	$(GO_TEST) -run '^$$' -bench 'SweepVsKubectl|SweepRSS' -benchtime 1x ./reconcile/gitops/

@@ -501,18 +501,29 @@ func startFlux(b *testing.B, bc *benchCluster, dir string) *fluxProcs {
 		return cmd
 	}
 	storage := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	sourceHealth, kustomizeHealth := fmt.Sprintf("127.0.0.1:%d", freePort(b)), fmt.Sprintf("127.0.0.1:%d", freePort(b))
 	fp := &fluxProcs{
-		source: start("source-controller", "--watch-all-namespaces=false", "--storage-path="+filepath.Join(b.TempDir(), "storage"),
+		source: start("source-controller", "--watch-all-namespaces=false", "--storage-path="+b.TempDir(),
 			"--storage-addr="+storage, "--storage-adv-addr="+storage,
-			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", freePort(b)), fmt.Sprintf("--health-addr=127.0.0.1:%d", freePort(b))),
+			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", freePort(b)), "--health-addr="+sourceHealth),
 		kustomize: start("kustomize-controller", "--watch-all-namespaces=false",
-			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", freePort(b)), fmt.Sprintf("--health-addr=127.0.0.1:%d", freePort(b))),
+			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", freePort(b)), "--health-addr="+kustomizeHealth),
+	}
+	for name, addr := range map[string]string{"source-controller": sourceHealth, "kustomize-controller": kustomizeHealth} {
+		waitFor(b, name+" /readyz", time.Minute, func() (bool, string) {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, resp.Status
+		})
 	}
 	var err error
 	if fp.watcher, err = client.NewWithWatch(bc.cfg, client.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // let both start their informers before the first measurement
+	time.Sleep(2 * time.Second) // let both sync their informers before the first measurement
 	return fp
 }
 
