@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -168,27 +167,20 @@ func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*
 	}
 	results := make([]reconcile.Result, len(crds))
 	served := make([]bool, len(crds))
-	sem := make(chan struct{}, crdConcurrency)
-	var wg sync.WaitGroup
-	for n, crd := range crds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var before metav1.Object // an untyped nil when the CRD is new
-			if m := live[crd.GetName()]; m != nil {
-				if inBundle(m, crd) {
-					results[n], served[n] = reconcile.Result{Object: reconcile.RefOf(crd), Action: reconcile.InSync}, true
-					return
-				}
-				before = m
+	reconcile.FanOut(len(crds), crdConcurrency, func(n int) {
+		crd := crds[n]
+		var before metav1.Object // an untyped nil when the CRD is new
+		if m := live[crd.GetName()]; m != nil {
+			if inBundle(m, crd) {
+				results[n], served[n] = reconcile.Result{Object: reconcile.RefOf(crd), Action: reconcile.InSync}, true
+				return
 			}
-			var after *unstructured.Unstructured
-			results[n], after = a.ApplyKnown(ctx, crd, before)
-			served[n] = after != nil && reconcile.Established(after)
-		}()
-	}
-	wg.Wait()
+			before = m
+		}
+		var after *unstructured.Unstructured
+		results[n], after = a.ApplyKnown(ctx, crd, before)
+		served[n] = after != nil && reconcile.Established(after)
+	})
 	var pending []string
 	for n, r := range results {
 		if r.Action != reconcile.Failed && r.Action != reconcile.Denied && !served[n] {
