@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +42,8 @@ import (
 //
 //	go test -run '^$' -bench PushLatency -benchtime 1x ./e2e/
 func BenchmarkPushLatency(b *testing.B) {
+	log.SetOutput(io.Discard) // the git server logs every request
+	defer log.SetOutput(os.Stderr)
 	cl := getCluster(b)
 	pushes, _ := strconv.Atoi(envOr("BENCH_PUSHES", "20"))
 	for range b.N {
