@@ -294,7 +294,17 @@ func (s *Sweeper) scopeOf(gvk schema.GroupVersionKind) Scoping {
 // and forgetting the records of objects git no longer declares (they are
 // never deleted from the cluster).
 func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []source.FileError) {
-	plan := s.scope.WithAPI(s.scopeOf).Plan(objs, errs)
+	// One RESTMapper lookup per kind, not per object: a lookup walks every group's mapper
+	// (30-50 ms over 1 000 objects of one kind).
+	scoping := map[schema.GroupVersionKind]Scoping{}
+	plan := s.scope.WithAPI(func(gvk schema.GroupVersionKind) Scoping {
+		sc, ok := scoping[gvk]
+		if !ok {
+			sc = s.scopeOf(gvk)
+			scoping[gvk] = sc
+		}
+		return sc
+	}).Plan(objs, errs)
 	prev := map[key]*item{}
 	for _, it := range s.items {
 		prev[it.key] = it
