@@ -110,7 +110,8 @@ func parseCorpus(s string) (string, int, error) {
 // corpusFiles is a repository: a Namespace and n objects, one file each (Service CRs of the
 // universe, whose CRD `operator install` put in place, or ConfigMaps), at version v.
 func corpusFiles(kind, ns string, n, v int) map[string][]byte {
-	files := map[string][]byte{"namespace.yaml": fmt.Appendf(nil, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)}
+	// 00-: kubectl applies in path order and does not put Namespaces first
+	files := map[string][]byte{"00-namespace.yaml": fmt.Appendf(nil, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)}
 	for i := range n {
 		files[corpusPath(kind, i)] = corpusObject(kind, ns, i, v)
 	}
