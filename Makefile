@@ -46,7 +46,12 @@ test-unit: ## Run the tests that need no apiserver (fast)
 e2e: controlplane build ## Run the end-to-end suite only
 	$(GO_TEST) $(TEST_FLAGS) -v ./e2e/...
 
-bench: controlplane ## Sweep vs kubectl apply --server-side over 1000 CRs: ratios and request counts
+# BENCH_CORPORA and BENCH_TOOLS narrow `make bench` (see e2e/bench_test.go).
+bench: controlplane ## kubectl, operator up, operator run and Flux side by side at 1000 and 10000 objects, push latency (builds Flux once); tables in .cache/bench/
+	FLUX_BIN_DIR=$$(hack/build-flux.sh | tail -1) BENCH_OUT=$(CURDIR)/.cache/bench \
+		$(GO_TEST) -run '^$$' -bench 'PushLatency|SideBySide' -benchtime 1x -timeout 150m ./e2e/
+
+bench-sweep: controlplane ## The in-process sweep vs kubectl apply --server-side over 1000 CRs, and the sweep's RSS
 	$(GO_TEST) -run '^$$' -bench 'SweepVsKubectl|SweepRSS' -benchtime 1x ./reconcile/gitops/
 
 # Sizes for bench-kinds, comma-separated; KINDS_BENCH_FLAGS adds `operator run` flags.
@@ -85,4 +90,4 @@ cluster-up: controlplane ## Start a local control plane in .cache/cluster (kubec
 cluster-down: ## Stop the control plane started by cluster-up
 	go run ./hack/controlplane down --dir $(CURDIR)/.cache/cluster
 
-.PHONY: help build image image-push controlplane chromium test test-unit e2e bench bench-kinds fuzz generate verify fmt vet lint demo cluster-up cluster-down
+.PHONY: help build image image-push controlplane chromium test test-unit e2e bench bench-sweep bench-kinds fuzz generate verify fmt vet lint demo cluster-up cluster-down

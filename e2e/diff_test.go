@@ -109,7 +109,7 @@ func driftLogDir(t *testing.T) string {
 }
 
 // writeTree writes files (slash-separated paths) under a new temporary directory.
-func writeTree(t *testing.T, files map[string][]byte) string {
+func writeTree(t testing.TB, files map[string][]byte) string {
 	t.Helper()
 	dir := t.TempDir()
 	for p, data := range files {

@@ -65,7 +65,7 @@ var (
 	sharedErr   error
 )
 
-func getCluster(t *testing.T) *cluster {
+func getCluster(t testing.TB) *cluster {
 	t.Helper()
 	cfg, kubeconfig := testbed.FullCluster(t)
 	clusterOnce.Do(func() {
@@ -95,7 +95,7 @@ type gitRepo struct {
 	tokenFile string
 }
 
-func newGitRepo(t *testing.T) *gitRepo {
+func newGitRepo(t testing.TB) *gitRepo {
 	t.Helper()
 	srv, err := testbed.NewGitServer("", "git", "pw-"+strings.ToLower(t.Name()[:min(len(t.Name()), 12)])+"-0001")
 	if err != nil {
@@ -111,7 +111,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 }
 
 // push commits files (nil content deletes) and returns the commit SHA and when it landed.
-func (r *gitRepo) push(t *testing.T, msg string, files map[string][]byte) (string, time.Time) {
+func (r *gitRepo) push(t testing.TB, msg string, files map[string][]byte) (string, time.Time) {
 	t.Helper()
 	sha, err := r.srv.Commit(r.name, "main", msg, files)
 	if err != nil {
@@ -134,14 +134,14 @@ type operator struct {
 
 // startOperator runs the built binary as a user would, with the given extra flags, against
 // the shared cluster and repo. Its log is kept for assertions and printed when the test fails.
-func startOperator(t *testing.T, cl *cluster, repo *gitRepo, namespace string, extra ...string) *operator {
+func startOperator(t testing.TB, cl *cluster, repo *gitRepo, namespace string, extra ...string) *operator {
 	t.Helper()
 	return startOperatorOn(t, cl, []string{"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username,
 		"--gitops-token-file", repo.tokenFile}, namespace, extra...)
 }
 
 // startOperatorOn is startOperator with the source flags given (a GitHub API, a proxy).
-func startOperatorOn(t *testing.T, cl *cluster, source []string, namespace string, extra ...string) *operator {
+func startOperatorOn(t testing.TB, cl *cluster, source []string, namespace string, extra ...string) *operator {
 	t.Helper()
 	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
 	secret, secretFile := "e2e-hook-secret-3b9a", filepath.Join(t.TempDir(), "webhook-secret")
@@ -230,7 +230,7 @@ func (o *operator) stop(sig syscall.Signal) {
 }
 
 // reconcileNow is the push webhook: a signed POST /reconcile.
-func (o *operator) reconcileNow(t *testing.T) {
+func (o *operator) reconcileNow(t testing.TB) {
 	t.Helper()
 	const body = `{"ref":"refs/heads/main"}`
 	req, err := http.NewRequest(http.MethodPost, o.hook+"/reconcile", strings.NewReader(body))
@@ -275,7 +275,7 @@ func (o *operator) report() (*gitops.Report, error) {
 }
 
 // sweptAt waits for a sweep of revision that started after since, and returns it.
-func (o *operator) sweptAt(t *testing.T, revision string, since time.Time) *gitops.Report {
+func (o *operator) sweptAt(t testing.TB, revision string, since time.Time) *gitops.Report {
 	t.Helper()
 	var rep *gitops.Report
 	waitFor(t, "a sweep of "+revision, time.Minute, func() (bool, string) {
@@ -289,7 +289,7 @@ func (o *operator) sweptAt(t *testing.T, revision string, since time.Time) *gito
 	return rep
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
@@ -302,7 +302,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

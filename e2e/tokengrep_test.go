@@ -73,7 +73,7 @@ func leaks(text string) []string {
 }
 
 // checkNoSecrets fails t when text (what names it) holds a recorded secret.
-func checkNoSecrets(t *testing.T, what, text string) {
+func checkNoSecrets(t testing.TB, what, text string) {
 	t.Helper()
 	for _, l := range leaks(text) {
 		t.Errorf("token grep: %s holds %s", what, l)
@@ -81,7 +81,7 @@ func checkNoSecrets(t *testing.T, what, text string) {
 }
 
 // checkClusterNoSecrets greps every Event and the status of every custom resource.
-func checkClusterNoSecrets(t *testing.T, cl *cluster) {
+func checkClusterNoSecrets(t testing.TB, cl *cluster) {
 	t.Helper()
 	ctx := context.Background()
 	evs := &corev1.EventList{}

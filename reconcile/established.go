@@ -30,7 +30,7 @@ func WaitEstablished(ctx context.Context, c client.Reader, names []string, every
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 				return false, fmt.Errorf("get CRD %s: %w", name, err)
 			}
-			if established(crd) {
+			if Established(crd) {
 				delete(pending, name)
 			}
 		}
@@ -42,7 +42,8 @@ func WaitEstablished(ctx context.Context, c client.Reader, names []string, every
 	return nil
 }
 
-func established(crd *unstructured.Unstructured) bool {
+// Established reports whether a CRD's status says the apiserver serves it.
+func Established(crd *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {

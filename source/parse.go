@@ -71,8 +71,47 @@ func Parse(s *Snapshot) ([]Object, []FileError) { return ParseLimited(s, Default
 // TotalBytes, with more than Documents documents, not UTF-8, or with a
 // duplicate mapping key is one FileError naming it; the other files are
 // parsed as usual.
-func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) {
+func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) { return parseLimited(s, l, nil) }
+
+// ParseCache keeps the parse of each file by path and blob id, so that a revision which
+// changed one file of a thousand parses one file. The zero value is ready; it holds the
+// files of the last snapshot parsed only. It is not safe for concurrent use.
+type ParseCache struct {
+	files map[string]parsedFile
+}
+
+type parsedFile struct {
+	blob string
+	docs int
+	objs []Object
+	errs []FileError
+}
+
+// Parse is ParseLimited reusing the objects of files whose blob id has not changed since
+// the last call. The objects it returns are shared with later calls: never modify them
+// (deep-copy first).
+func (c *ParseCache) Parse(s *Snapshot, l Limits) ([]Object, []FileError) {
+	next := map[string]parsedFile{}
+	objs, errs := parseLimited(s, l, func(f File, docs int) ([]Object, []FileError) {
+		if p, ok := c.files[f.Path]; ok && f.BlobSHA != "" && p.blob == f.BlobSHA && p.docs == docs {
+			next[f.Path] = p
+			return p.objs, p.errs
+		}
+		o, e := parseFile(f.Path, f.Data, docs)
+		if f.BlobSHA != "" {
+			next[f.Path] = parsedFile{blob: f.BlobSHA, docs: docs, objs: o, errs: e}
+		}
+		return o, e
+	})
+	c.files = next
+	return objs, errs
+}
+
+func parseLimited(s *Snapshot, l Limits, parse func(File, int) ([]Object, []FileError)) ([]Object, []FileError) {
 	l = l.orDefault()
+	if parse == nil {
+		parse = func(f File, docs int) ([]Object, []FileError) { return parseFile(f.Path, f.Data, docs) }
+	}
 	var objs []Object
 	var errs []FileError
 	files, total := 0, int64(0)
@@ -102,7 +141,7 @@ func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) {
 			errs = append(errs, FileError{File: f.Path, Err: ErrKustomization})
 			continue
 		}
-		o, e := parseFile(f.Path, f.Data, l.Documents)
+		o, e := parse(f, l.Documents)
 		objs = append(objs, o...)
 		errs = append(errs, e...)
 	}

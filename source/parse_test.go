@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestParse(t *testing.T) {
@@ -195,5 +196,47 @@ func TestUnder(t *testing.T) {
 				t.Errorf("Under(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)
 			}
 		})
+	}
+}
+
+// The parse cache parses a file again only when its blob id changed (or it has none), and
+// the limits still count every file.
+func TestParseCacheReparsesChangedBlobsOnly(t *testing.T) {
+	cm := func(name, v string) []byte {
+		return []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: ns}\ndata: {k: " + v + "}\n")
+	}
+	snap := func(b string) *Snapshot {
+		return &Snapshot{Files: []File{
+			{Path: "a.yaml", BlobSHA: "a1", Data: cm("a", "1")},
+			{Path: "b.yaml", BlobSHA: b, Data: cm("b", b)},
+			{Path: "bad.yaml", BlobSHA: "x1", Data: []byte("kind: [\n")},
+			{Path: "c.yaml", Data: cm("c", "1")}, // no blob id: never cached
+		}}
+	}
+	var c ParseCache
+	first, firstErrs := c.Parse(snap("b1"), Limits{})
+	second, secondErrs := c.Parse(snap("b2"), Limits{})
+	if len(first) != 3 || len(second) != 3 || len(firstErrs) != 1 || len(secondErrs) != 1 {
+		t.Fatalf("parsed %d and %d objects, %d and %d errors; want 3 and 1 each", len(first), len(second), len(firstErrs), len(secondErrs))
+	}
+	if first[0].Obj != second[0].Obj {
+		t.Error("a.yaml did not change but was parsed again")
+	}
+	if first[1].Obj == second[1].Obj {
+		t.Error("b.yaml changed but its old object was reused")
+	}
+	if v, _, _ := unstructured.NestedString(second[1].Obj.Object, "data", "k"); v != "b2" {
+		t.Errorf("b.yaml after the change: data.k %q, want b2", v)
+	}
+	if first[2].Obj == second[2].Obj {
+		t.Error("c.yaml has no blob id and must be parsed every time")
+	}
+	want, wantErrs := ParseLimited(snap("b2"), Limits{})
+	if len(want) != len(second) || !errors.Is(secondErrs[0].Err, ErrMalformed) || len(wantErrs) != 1 {
+		t.Errorf("the cache disagrees with ParseLimited: %d objects, errors %v and %v", len(want), secondErrs, wantErrs)
+	}
+	limited, errs := c.Parse(snap("b2"), Limits{Files: 2})
+	if len(limited) != 2 || len(errs) != 2 || !errors.Is(errs[0].Err, ErrTooManyFiles) || !errors.Is(errs[1].Err, ErrTooManyFiles) {
+		t.Errorf("under a 2-file limit: %d objects and errors %v; want a.yaml and b.yaml, the other two refused", len(limited), errs)
 	}
 }

@@ -26,6 +26,11 @@ type Report struct {
 	Revision string    `json:"revision,omitempty"`
 	Started  time.Time `json:"started"`
 	Duration float64   `json:"durationSeconds"`
+	// Triggered is when the oldest webhook (or watch) request this sweep served was fired;
+	// unset for a sweep of the resync interval alone.
+	Triggered *time.Time `json:"triggered,omitempty"`
+	// Phases is where the sweep's time went.
+	Phases Phases `json:"phases"`
 	// Idle is true when the head was unchanged and no applied object had
 	// moved, so the sweep sent the apiserver nothing.
 	Idle    bool    `json:"idle"`
@@ -40,6 +45,18 @@ type Report struct {
 	// Error says why the sweep stopped early (head, snapshot); it applied
 	// nothing then, and retries on the next tick.
 	Error string `json:"error,omitempty"`
+}
+
+// Phases is the time of each step of a sweep, in seconds: resolving the head, reading the
+// snapshot (fetch and changed blobs), parsing the files, planning, resolving kinds and
+// watches, and the idle check with the applies.
+type Phases struct {
+	Head    float64 `json:"headSeconds"`
+	Fetch   float64 `json:"fetchSeconds"`
+	Parse   float64 `json:"parseSeconds"`
+	Plan    float64 `json:"planSeconds"`
+	Resolve float64 `json:"resolveSeconds"`
+	Apply   float64 `json:"applySeconds"`
 }
 
 // Summary counts a sweep's outcome, with the names of the reference loop.

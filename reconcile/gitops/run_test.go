@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 func TestRunSweepsAtStartAndOnInterval(t *testing.T) {
@@ -72,5 +75,44 @@ func TestRunStopsWithContext(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// The trigger keeps when the oldest request a sweep will serve was fired: requests that join
+// a pending one do not move it, and a sweep taking it leaves nothing for the next.
+func TestTriggerKeepsTheOldestRequestTime(t *testing.T) {
+	trig := NewTrigger()
+	if at := trig.take(); !at.IsZero() {
+		t.Fatalf("nothing fired, take = %s", at)
+	}
+	before := time.Now()
+	trig.Fire()
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	trig.Fire()
+	at := trig.take()
+	if at.Before(before) || !at.Before(mid) {
+		t.Fatalf("take = %s, want the first Fire's time (between %s and %s)", at, before, mid)
+	}
+	if again := trig.take(); !again.IsZero() {
+		t.Fatalf("second take = %s, want zero", again)
+	}
+}
+
+// The sweep does not inherit the process's client-side rate limit (the manager's 50 per
+// second made a 1 000-object cold sync take at least 14 s); --gitops-kube-qps sets its own.
+func TestSweepConfigRateLimit(t *testing.T) {
+	base := &rest.Config{Host: "https://127.0.0.1:6443", QPS: 50, Burst: 300, RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+	c := sweepConfig(base, DefaultOptions())
+	if c.QPS >= 0 || c.RateLimiter != nil {
+		t.Fatalf("default: QPS %v, RateLimiter %v; want no client-side limit", c.QPS, c.RateLimiter)
+	}
+	if base.QPS != 50 || base.RateLimiter == nil {
+		t.Fatal("sweepConfig changed the config it was given")
+	}
+	o := DefaultOptions()
+	o.KubeQPS, o.KubeBurst = 20, 5
+	if c := sweepConfig(base, o); c.QPS != 20 || c.Burst != 20 || c.RateLimiter != nil {
+		t.Fatalf("--gitops-kube-qps 20 --gitops-kube-burst 5: QPS %v burst %d; want 20 and a burst of at least the QPS", c.QPS, c.Burst)
 	}
 }

@@ -265,6 +265,10 @@ type Options struct {
 	WebhookDedupe bool
 	// Concurrency is how many objects a sweep applies at once.
 	Concurrency int
+	// KubeQPS, when positive, limits the sweep's requests per second client-side (burst
+	// KubeBurst); 0 leaves them to the apiserver's priority and fairness, as kubectl does.
+	KubeQPS   float32
+	KubeBurst int
 	// Limits bound what the sweep reads from git.
 	Limits source.Limits
 }
@@ -307,6 +311,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.WebhookDedupe, "gitops-webhook-dedupe", o.WebhookDedupe,
 		"Drop a webhook whose delivery id (X-GitHub-Delivery, X-Gitea-Delivery, X-Gitlab-Event-UUID) was seen recently.")
 	fs.IntVar(&o.Concurrency, "gitops-concurrency", o.Concurrency, "Objects a git sweep applies at once.")
+	fs.Float32Var(&o.KubeQPS, "gitops-kube-qps", o.KubeQPS, "Client-side limit of the sweep's apiserver requests per second; 0 leaves them to the apiserver's priority and fairness.")
+	fs.IntVar(&o.KubeBurst, "gitops-kube-burst", o.KubeBurst, "Burst of --gitops-kube-qps.")
 	o.Limits.BindFlags(fs)
 }
 

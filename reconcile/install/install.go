@@ -5,6 +5,9 @@ package install
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -127,8 +130,8 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.R
 		return nil, err
 	}
 	a := &reconcile.Applier{Client: i.Client, Manager: reconcile.ManagerInstall}
-	results := a.Apply(ctx, crds)
-	if err := i.waitEstablished(ctx, crds, results); err != nil {
+	results, pending := i.applyCRDs(ctx, a, crds)
+	if err := i.waitEstablished(ctx, pending); err != nil {
 		return results, err
 	}
 	if o.CRDsOnly {
@@ -144,17 +147,84 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.R
 	return results, nil
 }
 
-// waitEstablished polls the CRDs that applied until each is Established.
-func (i Installer) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured, results []reconcile.Result) error {
+// BundleDigestAnnotation is set on every CRD install applies: the digest of the CRD as the
+// bundle declares it. A CRD that carries the digest of the bundle, has no field manager but
+// install on its spec and metadata, and is Established is in sync without a request.
+const BundleDigestAnnotation = "openuniverse.dev/bundle-digest"
+
+// crdConcurrency is how many CRDs install applies at once.
+const crdConcurrency = 8
+
+// applyCRDs applies the bundle at most one request per CRD, after one list of the CRDs:
+// a CRD already at the bundle's digest, written by install alone and Established costs
+// nothing; any other is applied with one request (the list gave its resourceVersion, which
+// an apply that changes nothing leaves as it is), and the apply returns it with its status,
+// so only CRDs not yet Established are named for the wait. Without the list (RBAC), it
+// falls back to the get-and-dry-run path.
+func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*unstructured.Unstructured) ([]reconcile.Result, []string) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(apiextensionsGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	if err := i.Client.List(ctx, list); err != nil {
+		results := a.Apply(ctx, crds)
+		var pending []string
+		for n, r := range results {
+			if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
+				pending = append(pending, crds[n].GetName())
+			}
+		}
+		return results, pending
+	}
+	live := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for n := range list.Items {
+		live[list.Items[n].GetName()] = &list.Items[n]
+	}
+	results := make([]reconcile.Result, len(crds))
+	served := make([]bool, len(crds))
+	reconcile.FanOut(len(crds), crdConcurrency, func(n int) {
+		crd := crds[n]
+		var before metav1.Object // an untyped nil when the CRD is new
+		if m := live[crd.GetName()]; m != nil {
+			if inBundle(m, crd) {
+				results[n], served[n] = reconcile.Result{Object: reconcile.RefOf(crd), Action: reconcile.InSync}, true
+				return
+			}
+			before = m
+		}
+		var after *unstructured.Unstructured
+		results[n], after = a.ApplyKnown(ctx, crd, before)
+		served[n] = after != nil && reconcile.Established(after)
+	})
+	var pending []string
+	for n, r := range results {
+		if r.Action != reconcile.Failed && r.Action != reconcile.Denied && !served[n] {
+			pending = append(pending, crds[n].GetName())
+		}
+	}
+	return results, pending
+}
+
+// inBundle reports whether the live CRD is the bundle's want as install left it: the same
+// digest, no other manager of its spec or metadata, and served.
+func inBundle(live, want *unstructured.Unstructured) bool {
+	if live.GetAnnotations()[BundleDigestAnnotation] != want.GetAnnotations()[BundleDigestAnnotation] || live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	for _, e := range live.GetManagedFields() {
+		if e.Subresource == "" && e.Manager != reconcile.ManagerInstall {
+			return false
+		}
+	}
+	return reconcile.Established(live)
+}
+
+// waitEstablished polls the named CRDs until each is Established.
+func (i Installer) waitEstablished(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	timeout := i.EstablishTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
-	}
-	var names []string
-	for n, r := range results {
-		if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
-			names = append(names, crds[n].GetName())
-		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -174,6 +244,17 @@ func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
+		b, err := json.Marshal(u.Object) // map keys sorted: stable
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
+		u.SetAnnotations(ann)
 		out = append(out, u)
 	}
 	return out, nil
