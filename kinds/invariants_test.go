@@ -240,7 +240,7 @@ func TestSelectorsNeverCarryDescriptiveLabels(t *testing.T) {
 	reg := kinds.Builtin()
 	n := 0
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzoCtx)
+		objs, err := reg.Build(c.Obj, c.ctx())
 		if err != nil {
 			continue
 		}
@@ -694,8 +694,8 @@ func TestBuildersArePure(t *testing.T) {
 	reg := kinds.Builtin()
 	for _, c := range goldenCases(t) {
 		before := c.Obj.DeepCopy()
-		a, errA := renderBuild(reg.Build(c.Obj, hanzoCtx))
-		b, errB := renderBuild(reg.Build(c.Obj, hanzoCtx))
+		a, errA := renderBuild(reg.Build(c.Obj, c.ctx()))
+		b, errB := renderBuild(reg.Build(c.Obj, c.ctx()))
 		if errA != nil || errB != nil {
 			t.Fatalf("%s: %v %v", c.Name, errA, errB)
 		}
@@ -832,7 +832,7 @@ func TestIngressConventions(t *testing.T) {
 	reg := kinds.Builtin()
 	n := 0
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzoCtx)
+		objs, err := reg.Build(c.Obj, c.ctx())
 		if err != nil {
 			continue
 		}
@@ -909,7 +909,7 @@ func TestServiceIngressPaths(t *testing.T) {
 func TestNoEmptyConfigMap(t *testing.T) {
 	reg := kinds.Builtin()
 	for _, c := range goldenCases(t) {
-		objs, err := reg.Build(c.Obj, hanzoCtx)
+		objs, err := reg.Build(c.Obj, c.ctx())
 		if err != nil {
 			continue
 		}
