@@ -111,6 +111,10 @@ type Entry struct {
 	// the LuxChains that name it). The controller lists them in the CR's namespace and
 	// reconciles the namespace's CRs of this Kind when one of them changes.
 	Inputs []schema.GroupVersionKind
+	// External names the operator that owns this Kind's status (the luxfi KMSSecret: the
+	// secrets.lux.network KMS operator). No Kind controller runs for it, so this operator
+	// never writes a status another operator writes; Build still says what it does (render).
+	External string
 	// Status, when set, returns the Kind's own status fields from the CR and what was
 	// observed (the luxfi Kinds report what the luxfi operator reported). Pure.
 	Status func(cr Object, obs Observed) StatusFields

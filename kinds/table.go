@@ -141,10 +141,10 @@ func Builtin() Registry {
 		luxfiEntry(entryWith(luxfi, "LuxExplorer", chain, newOf[luxnetwork.LuxExplorer], buildLuxExplorer, luxExplorerOwns...), luxExplorerStatus, gvkLuxIndexer),
 		luxfiEntry(entryWith(luxfi, "LuxGateway", chain, newOf[luxnetwork.LuxGateway], buildLuxGateway, luxGatewayOwns...), luxGatewayStatus, gvkLuxNetwork, gvkLuxIndexer),
 		luxfiEntry(entryWith(luxfi, "LuxMPC", chain, newOf[luxnetwork.LuxMPC], buildLuxMPC, luxMPCOwns...), luxMPCStatus),
-		entry(luxfi, "KMSSecret", kms, newOf[luxnetwork.KMSSecret], func(_ *luxnetwork.KMSSecret, o owner) (built, error) {
+		withExternal("the secrets.lux.network KMS operator", entry(luxfi, "KMSSecret", kms, newOf[luxnetwork.KMSSecret], func(_ *luxnetwork.KMSSecret, o owner) (built, error) {
 			return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonDelegated,
-				Message: fmt.Sprintf("KMSSecret %s/%s: the secrets.lux.network KMS operator fills its Secrets; this operator declares it and builds nothing", o.Namespace, o.Name)}
-		}),
+				Message: fmt.Sprintf("KMSSecret %s/%s: the secrets.lux.network KMS operator fills its Secrets and owns its status; this operator declares it and builds nothing", o.Namespace, o.Name)}
+		})),
 	)
 }
 
@@ -204,6 +204,12 @@ func unspecifiedNode[T Object](_ T, o owner) (built, error) {
 // (apiVersion and Kind of the CR as served, its name, namespace and uid) from the Context.
 func entry[T Object](p Placement, kind string, fam Family, newT func() T, build func(T, owner) (built, error), owns ...schema.GroupVersionKind) Entry {
 	return entryWith(p, kind, fam, newT, func(cr T, o owner, _ Context) (built, error) { return build(cr, o) }, owns...)
+}
+
+// withExternal marks a Kind whose status another operator owns (Entry.External).
+func withExternal(owner string, e Entry) Entry {
+	e.External = owner
+	return e
 }
 
 // luxfiEntry sets a luxfi Kind's status fields and the inputs its build reads.

@@ -74,6 +74,10 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	for _, ref := range refs {
 		e := reg[ref]
 		gvk := e.GroupVersionKind(group)
+		if e.External != "" {
+			log.Info("Kind owned by another operator, not starting its controller", "kind", gvk.String(), "owner", e.External)
+			continue
+		}
 		if !served(gvk) {
 			log.Info("Kind not served by the cluster, skipping its controller until it is", "kind", gvk.String())
 			missing = append(missing, gvk)
