@@ -261,6 +261,17 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			st := status(lux("LuxChain"), "lux-mainnet", "spc2")
 			return st["phase"] == "Active", fmt.Sprint(st)
 		})
+		poll(ctx, t, "the validators rolled onto the chain's config", func() (bool, string) {
+			sts, err := get(gvkStatefulSet, "lux-mainnet", "luxd")
+			if err != nil {
+				return false, err.Error()
+			}
+			st := func(f string) int64 { v, _, _ := unstructured.NestedInt64(sts.Object, "status", f); return v }
+			rev, _, _ := unstructured.NestedString(sts.Object, "status", "updateRevision")
+			cur, _, _ := unstructured.NestedString(sts.Object, "status", "currentRevision")
+			done := st("observedGeneration") == sts.GetGeneration() && rev == cur && st("updatedReplicas") == 5 && st("readyReplicas") == 5
+			return done, fmt.Sprintf("generation %d observed %d updated %d ready %d", sts.GetGeneration(), st("observedGeneration"), st("updatedReplicas"), st("readyReplicas"))
+		})
 		poll(ctx, t, "LuxNetwork Ready after the chain's rollout", func() (bool, string) {
 			live, err := get(lux("LuxNetwork"), "lux-mainnet", "luxd")
 			if err != nil {
