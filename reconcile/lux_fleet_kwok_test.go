@@ -217,7 +217,8 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 					continue
 				}
 				dry := obj.DeepCopy()
-				if err := c.Patch(ctx, dry, client.Apply, client.FieldOwner(reconcile.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+				// the response is decoded into dry
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(reconcile.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
 					t.Errorf("dry-run %s: %v", reconcile.RefOf(obj), err)
 					continue
 				}
