@@ -35,7 +35,7 @@ func TestGoldenDryRun(t *testing.T) {
 	applied := 0
 	for _, c := range goldenCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			objs, err := reg.Build(c.Obj, kinds.Context{APIGroup: kinds.DefaultAPIGroup})
+			objs, err := reg.Build(c.Obj, c.ctx())
 			if _, halted := kinds.AsHalt(err); halted {
 				return
 			}

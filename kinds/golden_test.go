@@ -26,6 +26,14 @@ type goldenCase struct {
 	Name   string // for t.Run
 	Golden string // path of the golden file
 	Obj    *unstructured.Unstructured
+	// Inputs are the other documents of the same input file: what a build that reads
+	// Context.Inputs (a LuxNetwork its LuxChains) finds beside it, as `operator render` does.
+	Inputs []*unstructured.Unstructured
+}
+
+// ctx is the build Context of the case.
+func (c goldenCase) ctx() kinds.Context {
+	return kinds.Context{APIGroup: kinds.DefaultAPIGroup, Inputs: c.Inputs}
 }
 
 // goldenCases returns the fixture CRs and testdata/<kind>/*.in.yaml, each with a uid derived
@@ -49,12 +57,13 @@ func goldenCases(t *testing.T) []goldenCase {
 		t.Fatal(err)
 	}
 	for _, in := range ins {
-		for i, u := range decodeStream(t, in) {
+		docs := decodeStream(t, in)
+		for i, u := range docs {
 			golden := strings.TrimSuffix(in, ".in.yaml")
 			if i > 0 {
 				golden += fmt.Sprintf("-%d", i)
 			}
-			out = append(out, goldenCase{Name: in + fmt.Sprintf("#%d", i), Golden: golden + ".golden.yaml", Obj: u})
+			out = append(out, goldenCase{Name: in + fmt.Sprintf("#%d", i), Golden: golden + ".golden.yaml", Obj: u, Inputs: docs})
 		}
 	}
 	for i := range out {
@@ -129,7 +138,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("two cases write %s", c.Golden)
 			}
 			seen[c.Golden] = true
-			got, err := renderBuild(reg.Build(c.Obj, kinds.Context{APIGroup: kinds.DefaultAPIGroup}))
+			got, err := renderBuild(reg.Build(c.Obj, c.ctx()))
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}

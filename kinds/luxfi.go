@@ -2,14 +2,14 @@ package kinds
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/kinds/luxnetwork"
-	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
 // PlacementLuxNetwork is the luxfi operator's lux.network/v1alpha1 (and
@@ -61,9 +61,11 @@ func deepCopyJSON(m map[string]any) map[string]any {
 	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
 }
 
-// buildLuxNetwork converts a LuxNetwork and builds it with the node builder under the luxfi
-// identity. A refused field is an InvalidSpec Halt naming it.
-func buildLuxNetwork(cr *luxnetwork.LuxNetwork, o owner) (built, error) {
+// buildLuxNetwork converts a LuxNetwork, with the LuxChains naming it (Context.Inputs), and
+// builds it with the node builder under the luxfi identity. A refused field is an
+// InvalidSpec Halt naming it.
+func buildLuxNetwork(in *luxnetwork.LuxNetwork, o owner, c Context) (built, error) {
+	cr, chainConfigs := luxNetworkChains(in, c)
 	rt, t, err := luxnetwork.ToLuxRuntime(cr)
 	if err != nil {
 		var fe *luxnetwork.FieldError
@@ -72,15 +74,27 @@ func buildLuxNetwork(cr *luxnetwork.LuxNetwork, o owner) (built, error) {
 		}
 		return nil, invalidSpec("%s %s/%s: %v", o.Kind, o.Namespace, o.Name, err)
 	}
+	// A LuxChain's vm.chainConfig is its chain's config.json (beside the network's
+	// chainUpgradeConfig, when set), in a ConfigMap of its own.
+	var upgrade string
+	for i := range t.ConfigMaps {
+		if t.ConfigMaps[i].Name == o.Name+"-chains" {
+			upgrade = t.ConfigMaps[i].Data["upgrade.json"]
+		}
+	}
+	for _, cc := range chainConfigs {
+		cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cc.configMap}, Data: map[string]string{"config.json": cc.config}}
+		if upgrade != "" {
+			cm.Data["upgrade.json"] = upgrade
+		}
+		t.ConfigMaps = append(t.ConfigMaps, cm)
+		for i := range rt.Spec.Chains {
+			if rt.Spec.Chains[i].ChainID == cc.id {
+				rt.Spec.Chains[i].GenesisConfigMap = cc.configMap
+			}
+		}
+	}
 	id := luxNetworkIdentity(t)
 	id.pdbName = o.Name + "-pdb"
 	return buildLuxNode(o, &rt.Spec, id)
-}
-
-// luxDeclared is the builder of the luxfi Kinds that are served and stored but not built
-// here: it says what acts on them instead.
-func luxDeclared[T Object](reason v1.Phase, why string) func(T, owner) (built, error) {
-	return func(_ T, o owner) (built, error) {
-		return nil, &Halt{Phase: reason, Reason: ReasonNotImplemented, Message: fmt.Sprintf("%s %s/%s: %s", o.Kind, o.Namespace, o.Name, why)}
-	}
 }

@@ -18,6 +18,42 @@ type Context struct {
 	// APIGroup is the universe group the CR is served in (hanzo.ai, lux.cloud, ...). It decides
 	// the owner references' apiVersion and the group of KMSSecret children.
 	APIGroup string
+	// Inputs are the objects of the kinds the Entry lists in Inputs, in the CR's namespace, as
+	// the shell read them (the controller from its cache, `operator render` from the other
+	// documents it reads). A builder reads only those kinds and says what it assumes when one
+	// is missing; they are values, so the build stays pure.
+	Inputs []*unstructured.Unstructured
+}
+
+// InputsOf returns the inputs of kind gk in namespace ns.
+func (c Context) InputsOf(gk schema.GroupKind, ns string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range c.Inputs {
+		if u.GroupVersionKind().GroupKind() == gk && u.GetNamespace() == ns {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Observed is what the controller observed of a CR's children, for Entry.Status.
+type Observed struct {
+	// Phase is the phase the controller computed; Ready is its Ready condition.
+	Phase v1.Phase
+	Ready bool
+	// ReadyReplicas are the main workload's ready replicas.
+	ReadyReplicas int32
+}
+
+// StatusFields are a Kind's own status fields, beyond the shared ones.
+type StatusFields struct {
+	// Phase, when set, replaces the computed phase (in the Kind's own vocabulary).
+	Phase v1.Phase
+	// Fields are written under .status next to the shared fields.
+	Fields map[string]any
+	// NotMaterialized lists the spec fields the build accepts without acting on them, each
+	// with why; the controller reports them in the FieldsNotMaterialized condition.
+	NotMaterialized []string
 }
 
 func (c Context) validate() error {
@@ -71,6 +107,17 @@ type Entry struct {
 	// or nil when this CR does not build through the Service path (an App of another role).
 	// Nil for other Kinds.
 	ServiceSpec func(cr Object) *v1.ServiceSpec
+	// Inputs are the GVKs of other objects Build reads from Context.Inputs (a LuxNetwork reads
+	// the LuxChains that name it). The controller lists them in the CR's namespace and
+	// reconciles the namespace's CRs of this Kind when one of them changes.
+	Inputs []schema.GroupVersionKind
+	// External names the operator that owns this Kind's status (the luxfi KMSSecret: the
+	// secrets.lux.network KMS operator). No Kind controller runs for it, so this operator
+	// never writes a status another operator writes; Build still says what it does (render).
+	External string
+	// Status, when set, returns the Kind's own status fields from the CR and what was
+	// observed (the luxfi Kinds report what the luxfi operator reported). Pure.
+	Status func(cr Object, obs Observed) StatusFields
 }
 
 // IsWorkload reports whether a child of kind gk is the main workload of this Kind.

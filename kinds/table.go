@@ -135,21 +135,16 @@ func Builtin() Registry {
 		// The luxfi operator's Kinds at lux.network/v1alpha1 and secrets.lux.network/v1alpha1,
 		// from its own CRDs. LuxNetwork converts to LuxRuntime and builds with the node builder
 		// under the luxfi names, labels and selectors.
-		entry(luxfi, "LuxNetwork", chain, newOf[luxnetwork.LuxNetwork], buildLuxNetwork, luxNetworkOwns...),
-		entry(luxfi, "LuxChain", chain, newOf[luxnetwork.LuxChain], luxDeclared[*luxnetwork.LuxChain](v1.PhasePending,
-			"a chain is served when its network lists it: add it to the LuxNetwork's spec.chains (this operator never edits another CR)")),
-		entry(luxfi, "LuxIndexer", chain, newOf[luxnetwork.LuxIndexer], luxDeclared[*luxnetwork.LuxIndexer](v1.PhasePending,
-			"stored unchanged; its conversion to Indexer (Deployment <cr>-indexer, managed Postgres) is not built yet")),
-		entry(luxfi, "LuxExplorer", chain, newOf[luxnetwork.LuxExplorer], luxDeclared[*luxnetwork.LuxExplorer](v1.PhasePending,
-			"stored unchanged; its conversion to Explorer (Deployment <cr>-explorer) is not built yet")),
-		entry(luxfi, "LuxGateway", chain, newOf[luxnetwork.LuxGateway], luxDeclared[*luxnetwork.LuxGateway](v1.PhasePending,
-			"stored unchanged; its conversion to Gateway (<cr>-gateway-config, Deployment <cr>-gateway) is not built yet")),
-		entry(luxfi, "LuxMPC", chain, newOf[luxnetwork.LuxMPC], luxDeclared[*luxnetwork.LuxMPC](v1.PhasePending,
-			"stored unchanged; its conversion to MPC (StatefulSet <cr>-mpc-node) is not built yet")),
-		entry(luxfi, "KMSSecret", kms, newOf[luxnetwork.KMSSecret], func(_ *luxnetwork.KMSSecret, o owner) (built, error) {
+		luxfiEntry(entryWith(luxfi, "LuxNetwork", chain, newOf[luxnetwork.LuxNetwork], buildLuxNetwork, luxNetworkOwns...), luxNetworkStatus, gvkLuxChain),
+		luxfiEntry(entryWith(luxfi, "LuxChain", chain, newOf[luxnetwork.LuxChain], buildLuxChain), luxChainStatus, gvkLuxNetwork),
+		luxfiEntry(entryWith(luxfi, "LuxIndexer", chain, newOf[luxnetwork.LuxIndexer], buildLuxIndexer, luxIndexerOwns...), luxIndexerStatus, gvkLuxNetwork),
+		luxfiEntry(entryWith(luxfi, "LuxExplorer", chain, newOf[luxnetwork.LuxExplorer], buildLuxExplorer, luxExplorerOwns...), luxExplorerStatus, gvkLuxIndexer),
+		luxfiEntry(entryWith(luxfi, "LuxGateway", chain, newOf[luxnetwork.LuxGateway], buildLuxGateway, luxGatewayOwns...), luxGatewayStatus, gvkLuxNetwork, gvkLuxIndexer),
+		luxfiEntry(entryWith(luxfi, "LuxMPC", chain, newOf[luxnetwork.LuxMPC], buildLuxMPC, luxMPCOwns...), luxMPCStatus),
+		withExternal("the secrets.lux.network KMS operator", entry(luxfi, "KMSSecret", kms, newOf[luxnetwork.KMSSecret], func(_ *luxnetwork.KMSSecret, o owner) (built, error) {
 			return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonDelegated,
-				Message: fmt.Sprintf("KMSSecret %s/%s: the secrets.lux.network KMS operator fills its Secrets; this operator declares it and builds nothing", o.Namespace, o.Name)}
-		}),
+				Message: fmt.Sprintf("KMSSecret %s/%s: the secrets.lux.network KMS operator fills its Secrets and owns its status; this operator declares it and builds nothing", o.Namespace, o.Name)}
+		})),
 	)
 }
 
@@ -208,6 +203,30 @@ func unspecifiedNode[T Object](_ T, o owner) (built, error) {
 // entry adapts a typed builder to an Entry: it checks the CR's type and derives the owner
 // (apiVersion and Kind of the CR as served, its name, namespace and uid) from the Context.
 func entry[T Object](p Placement, kind string, fam Family, newT func() T, build func(T, owner) (built, error), owns ...schema.GroupVersionKind) Entry {
+	return entryWith(p, kind, fam, newT, func(cr T, o owner, _ Context) (built, error) { return build(cr, o) }, owns...)
+}
+
+// withExternal marks a Kind whose status another operator owns (Entry.External).
+func withExternal(owner string, e Entry) Entry {
+	e.External = owner
+	return e
+}
+
+// luxfiEntry sets a luxfi Kind's status fields and the inputs its build reads.
+func luxfiEntry[T Object](e Entry, status func(T, Observed) StatusFields, inputs ...schema.GroupVersionKind) Entry {
+	e.Inputs = inputs
+	e.Status = func(cr Object, obs Observed) StatusFields {
+		t, ok := cr.(T)
+		if !ok {
+			return StatusFields{}
+		}
+		return status(t, obs)
+	}
+	return e
+}
+
+// entryWith is entry for a builder that reads the Context's inputs.
+func entryWith[T Object](p Placement, kind string, fam Family, newT func() T, build func(T, owner, Context) (built, error), owns ...schema.GroupVersionKind) Entry {
 	e := Entry{Kind: kind, Family: fam, Placement: p, New: func() Object { return newT() }, Owns: owns, Workloads: workloadsOf(owns)}
 	e.Build = func(cr Object, c Context) (built, error) {
 		if err := c.validate(); err != nil {
@@ -226,7 +245,7 @@ func entry[T Object](p Placement, kind string, fam Family, newT func() T, build 
 			UID:        cr.GetUID(),
 			Group:      c.APIGroup,
 		}
-		return build(t, o)
+		return build(t, o, c)
 	}
 	return e
 }

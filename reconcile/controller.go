@@ -32,6 +32,7 @@ type KindReconciler struct {
 	Entry    kinds.Entry
 	Context  kinds.Context
 	Owned    []schema.GroupVersionKind // children GVKs served by this cluster
+	Inputs   []schema.GroupVersionKind // the Entry's input GVKs served by this cluster
 	Recorder events.EventRecorder
 	Now      func() time.Time
 	// Upgrades runs the upgrade machine for Service-shaped Kinds; nil turns it off.
@@ -198,8 +199,14 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 
 // build runs the Kind's builder. A Halt or a build error is terminal for this generation:
 // it is recorded for the status, and nothing is applied or deleted.
-func (r *KindReconciler) build(_ context.Context, s *scope) error {
-	desired, err := r.Entry.Build(s.cr, r.Context)
+func (r *KindReconciler) build(ctx context.Context, s *scope) error {
+	bc := r.Context
+	inputs, err := r.inputs(ctx, s.cr.GetNamespace())
+	if err != nil {
+		return err
+	}
+	bc.Inputs = inputs
+	desired, err := r.Entry.Build(s.cr, bc)
 	if err == nil {
 		// The normalization render prints (native defaults such as port protocols), so
 		// the controller applies, and owns, exactly what `operator render` shows.
@@ -215,6 +222,23 @@ func (r *KindReconciler) build(_ context.Context, s *scope) error {
 	}
 	s.desired = desired
 	return nil
+}
+
+// inputs lists, from the cache, the objects of the Kinds the Entry's build reads, in the CR's
+// namespace (a LuxNetwork's LuxChains). An input Kind the cluster does not serve is skipped.
+func (r *KindReconciler) inputs(ctx context.Context, ns string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gvk := range r.Inputs {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list %s in %s: %w", gvk.Kind, ns, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
 }
 
 // apply server-side applies the built children that need it and sorts the results by

@@ -9,11 +9,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
@@ -71,6 +74,10 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	for _, ref := range refs {
 		e := reg[ref]
 		gvk := e.GroupVersionKind(group)
+		if e.External != "" {
+			log.Info("Kind owned by another operator, not starting its controller", "kind", gvk.String(), "owner", e.External)
+			continue
+		}
 		if !served(gvk) {
 			log.Info("Kind not served by the cluster, skipping its controller until it is", "kind", gvk.String())
 			missing = append(missing, gvk)
@@ -99,6 +106,16 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			u.SetGroupVersionKind(child)
 			b = b.Owns(u)
 		}
+		for _, in := range e.Inputs {
+			if !served(in) {
+				log.Info("input kind not served by the cluster, building without it", "kind", gvk.Kind, "input", in.String())
+				continue
+			}
+			r.Inputs = append(r.Inputs, in)
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(in)
+			b = b.Watches(u, handler.EnqueueRequestsFromMapFunc(sameNamespace(mgr.GetClient(), mgr.GetScheme(), gvk)))
+		}
 		if err := b.Complete(r); err != nil {
 			return fmt.Errorf("set up controller for %s: %w", gvk, err)
 		}
@@ -112,6 +129,33 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		return nil
 	}
 	return mgr.Add(&servedWatch{served: served, missing: missing, every: recheckServed, log: log})
+}
+
+// sameNamespace maps a changed input object to every CR of Kind gvk in its namespace (a
+// LuxChain to the LuxNetworks beside it): their builds read it. The CRs come from the typed
+// cache the controller's own watch fills.
+func sameNamespace(c client.Client, scheme *runtime.Scheme, gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []ctrl.Request {
+		list, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return nil
+		}
+		l, ok := list.(client.ObjectList)
+		if !ok || c.List(ctx, l, client.InNamespace(obj.GetNamespace())) != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil
+		}
+		out := make([]ctrl.Request, 0, len(items))
+		for _, it := range items {
+			if o, ok := it.(client.Object); ok {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return out
+	}
 }
 
 // SetupOption configures SetupKinds.

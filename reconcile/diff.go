@@ -58,6 +58,12 @@ type Differ struct {
 // does not exist yet they are all reported as Created without a dry-run (the apiserver
 // refuses owner references without a uid).
 func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
+	if d.Renderer.Inputs == nil { // a build's inputs are the objects diffed with it, as in render
+		for _, o := range objs {
+			d.Renderer.Inputs = append(d.Renderer.Inputs, o.Obj)
+		}
+		defer func() { d.Renderer.Inputs = nil }()
+	}
 	ns := &namespaceCache{known: map[string]bool{}}
 	each := make([][]DiffResult, len(objs))
 	FanOut(len(objs), d.Concurrency, func(i int) { each[i] = d.diffObject(ctx, objs[i], ns) })

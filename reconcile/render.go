@@ -38,13 +38,36 @@ type Rendered struct {
 type Renderer struct {
 	Registry kinds.Registry
 	APIGroup string
+	// Inputs are the objects a build may read (Entry.Inputs: a LuxNetwork's LuxChains), as
+	// the controller lists them from the cluster; Render sets them from the objects it renders.
+	Inputs []*unstructured.Unstructured
 }
 
-// Render renders every object of objs, in order. One failure never stops the others.
+// Render renders every object of objs, in order. One failure never stops the others. Each
+// build reads, among objs, the objects of its Entry's input Kinds, as the controller reads
+// them from its cache.
 func (r Renderer) Render(objs []source.Object) []Rendered {
+	if r.Inputs == nil {
+		for _, o := range objs {
+			r.Inputs = append(r.Inputs, o.Obj)
+		}
+	}
 	out := make([]Rendered, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, r.RenderOne(o))
+	}
+	return out
+}
+
+// inputsFor returns the Renderer's inputs of the kinds e reads.
+func (r Renderer) inputsFor(e kinds.Entry) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range r.Inputs {
+		for _, in := range e.Inputs {
+			if u.GroupVersionKind().GroupKind() == in.GroupKind() {
+				out = append(out, u.DeepCopy())
+			}
+		}
 	}
 	return out
 }
@@ -54,7 +77,8 @@ func (r Renderer) Render(objs []source.Object) []Rendered {
 func (r Renderer) RenderOne(o source.Object) Rendered {
 	rd := Rendered{From: o}
 	gvk := o.Obj.GroupVersionKind()
-	if _, ok := r.Registry.Lookup(gvk, r.APIGroup); !ok {
+	e, ok := r.Registry.Lookup(gvk, r.APIGroup)
+	if !ok {
 		if r.universeGroup(gvk.Group) {
 			rd.Err = fmt.Errorf("%s: %s: no Kind of universe %s serves %s %s", Location(o), RefOf(o.Obj), r.APIGroup, gvk.GroupVersion(), gvk.Kind)
 			return rd
@@ -68,7 +92,7 @@ func (r Renderer) RenderOne(o source.Object) Rendered {
 		return rd
 	}
 	rd.CR = true
-	objs, err := r.Registry.Build(o.Obj.DeepCopy(), kinds.Context{APIGroup: r.APIGroup})
+	objs, err := r.Registry.Build(o.Obj.DeepCopy(), kinds.Context{APIGroup: r.APIGroup, Inputs: r.inputsFor(e)})
 	if h, ok := kinds.AsHalt(err); ok {
 		rd.Halt = h
 		return rd

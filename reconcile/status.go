@@ -26,7 +26,7 @@ import (
 // a user tool's) are left to their own field managers.
 var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
 	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed,
-	ConditionImmutableFieldsKept, ConditionLeftoverChildren}
+	ConditionImmutableFieldsKept, ConditionLeftoverChildren, ConditionFieldsNotMaterialized}
 
 // readStatus extracts the shared status fields of any Kind.
 func readStatus(cr kinds.Object) (drive.Status, error) {
@@ -98,6 +98,11 @@ func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status,
 // summary changed; an event marks a change of the Ready condition. A conflict means the CR
 // changed since it was read: that change brings the next reconcile, so it is not an error.
 func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status, up *upgradeStep) error {
+	now := metav1.Now()
+	if r.Now != nil {
+		now = metav1.NewTime(r.Now())
+	}
+	next, own := kindStatus(r.Entry, cr, previous, next, now)
 	if drive.Equal(previous, next) && (up == nil || !up.changed) {
 		return nil
 	}
@@ -116,6 +121,13 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	patch, err := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next, state)
 	if err != nil {
 		return TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), err))
+	}
+	if status, ok := patch.Object["status"].(map[string]any); ok {
+		for k, v := range own {
+			if _, shared := status[k]; !shared {
+				status[k] = v
+			}
+		}
 	}
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerStatus), client.ForceOwnership)
 	switch {
@@ -137,6 +149,40 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 		r.Recorder.Eventf(cr, nil, typ, after.Reason, ActionReconcile, "%s", after.Message)
 	}
 	return nil
+}
+
+// ConditionFieldsNotMaterialized lists the spec fields a Kind accepts without acting on them,
+// each with why (Entry.Status); absent when there are none.
+const ConditionFieldsNotMaterialized = "FieldsNotMaterialized"
+
+// kindStatus applies the Entry's own status (Entry.Status): its phase replaces the computed
+// one, its FieldsNotMaterialized condition is set or removed, and its fields are returned to
+// be written beside the shared ones. Without Entry.Status, next is returned unchanged.
+func kindStatus(e kinds.Entry, cr kinds.Object, previous, next drive.Status, now metav1.Time) (drive.Status, map[string]any) {
+	if e.Status == nil {
+		return next, nil
+	}
+	ready := meta.IsStatusConditionTrue(next.Conditions, drive.ConditionReady)
+	sf := e.Status(cr, kinds.Observed{Phase: next.Phase, Ready: ready, ReadyReplicas: next.ReadyReplicas})
+	if sf.Phase != "" {
+		next.Phase = sf.Phase
+	}
+	var c *metav1.Condition
+	if len(sf.NotMaterialized) > 0 {
+		c = &metav1.Condition{Type: ConditionFieldsNotMaterialized, Status: metav1.ConditionTrue, Reason: "NotMaterialized",
+			Message: "accepted but not acted on: " + strings.Join(sf.NotMaterialized, "; "), LastTransitionTime: now}
+		if p := meta.FindStatusCondition(previous.Conditions, c.Type); p != nil && p.Status == c.Status {
+			c.LastTransitionTime = p.LastTransitionTime
+		}
+		c.ObservedGeneration = next.ObservedGeneration
+	}
+	conds := slices.DeleteFunc(slices.Clone(next.Conditions), func(x metav1.Condition) bool { return x.Type == ConditionFieldsNotMaterialized })
+	if c != nil {
+		conds = append(conds, *c)
+		slices.SortFunc(conds, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	}
+	next.Conditions = conds
+	return next, sf.Fields
 }
 
 // statusDeclares reports whether the typed CR's Status struct (inlined structs included)

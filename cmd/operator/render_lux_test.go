@@ -93,3 +93,37 @@ func TestRenderLuxRuntime(t *testing.T) {
 		t.Errorf("Secret values are not masked:\n%s", out)
 	}
 }
+
+// TestRenderLuxFleet: `operator render` gives a LuxNetwork the LuxChains beside it in the
+// input (as the controller reads them from its cache), and prints the luxfi apps' objects
+// under that operator's names.
+func TestRenderLuxFleet(t *testing.T) {
+	const fleet = `apiVersion: lux.network/v1alpha1
+kind: LuxNetwork
+metadata: {name: luxd, namespace: lux-mainnet}
+spec: {networkId: 1, validators: 3, genesisConfigMap: luxd-genesis, ports: {http: 9630, staking: 9631}}
+---
+apiVersion: lux.network/v1alpha1
+kind: LuxChain
+metadata: {name: zoo, namespace: lux-mainnet}
+spec: {networkRef: luxd, alias: zoo, blockchainId: zooBlockchainID, vm: {vmType: evm, chainConfig: {pruning-enabled: true}}}
+---
+apiVersion: lux.network/v1alpha1
+kind: LuxIndexer
+metadata: {name: indexer-zoo, namespace: lux-mainnet}
+spec: {networkRef: luxd, chainAlias: zoo, chainId: 200200, blockchainId: zooBlockchainID}
+`
+	out, stderr, code := execute(t, fleet, "render", "-")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"name: luxd-chain-zoo", "--track-chains=zooBlockchainID", // the LuxChain, through its network
+		"name: indexer-zoo-indexer", "name: indexer-zoo-pg",
+		"http://luxd-0.luxd-headless.lux-mainnet.svc:9630/ext/bc/zooBlockchainID/rpc", // the network's port
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render prints no %q", want)
+		}
+	}
+}

@@ -483,3 +483,7 @@ func deref[T any](p *T, def T) T {
 func Describe(in *LuxNetwork) string {
 	return fmt.Sprintf("LuxNetwork %s/%s (network %d, %d validators)", in.Namespace, in.Name, in.Spec.NetworkID, in.Spec.Validators)
 }
+
+// Resources is the luxfi operator's resource requirements of spec.resources: 100m and 256Mi
+// requested, 1 CPU and 1Gi limits unless set (src/controller.rs build_resource_requirements).
+func Resources(r *ResourceSpec) (*corev1.ResourceRequirements, error) { return resources(r) }

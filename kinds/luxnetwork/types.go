@@ -366,14 +366,14 @@ type LuxNetworkList struct {
 	Items           []LuxNetwork `json:"items"`
 }
 
-// LuxChain is a chain declaration (the luxfi operator appended it to its network's chains). It is served with its spec as stored (schema-light).
+// LuxChain is a chain declaration (the luxfi operator appended it to its network's chains). Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type LuxChain struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
-	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+	Spec LuxChainSpec `json:"spec,omitempty"`
 	// +optional
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
 }
@@ -387,14 +387,14 @@ type LuxChainList struct {
 	Items           []LuxChain `json:"items"`
 }
 
-// LuxIndexer is a chain indexer. It is served with its spec as stored (schema-light).
+// LuxIndexer is a chain indexer. Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type LuxIndexer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
-	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+	Spec LuxIndexerSpec `json:"spec,omitempty"`
 	// +optional
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
 }
@@ -408,14 +408,14 @@ type LuxIndexerList struct {
 	Items           []LuxIndexer `json:"items"`
 }
 
-// LuxExplorer is an explorer UI. It is served with its spec as stored (schema-light).
+// LuxExplorer is an explorer UI. Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type LuxExplorer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
-	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+	Spec LuxExplorerSpec `json:"spec,omitempty"`
 	// +optional
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
 }
@@ -429,14 +429,14 @@ type LuxExplorerList struct {
 	Items           []LuxExplorer `json:"items"`
 }
 
-// LuxGateway is an API gateway. It is served with its spec as stored (schema-light).
+// LuxGateway is an API gateway. Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type LuxGateway struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
-	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+	Spec LuxGatewaySpec `json:"spec,omitempty"`
 	// +optional
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
 }
@@ -450,14 +450,14 @@ type LuxGatewayList struct {
 	Items           []LuxGateway `json:"items"`
 }
 
-// LuxMPC is an MPC signer cluster. It is served with its spec as stored (schema-light).
+// LuxMPC is an MPC signer cluster. Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type LuxMPC struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
-	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+	Spec LuxMPCSpec `json:"spec,omitempty"`
 	// +optional
 	Status *apiextensionsv1.JSON `json:"status,omitempty"`
 }
@@ -471,7 +471,7 @@ type LuxMPCList struct {
 	Items           []LuxMPC `json:"items"`
 }
 
-// KMSSecret is the secrets.lux.network KMSSecret an external KMS operator turns into Secrets. It is served with its spec as stored (schema-light).
+// KMSSecret is the secrets.lux.network KMSSecret an external KMS operator turns into Secrets. Served from its schema-light CRD; the spec is decoded typed (apps.go).
 //
 // +kubebuilder:object:root=true
 type KMSSecret struct {

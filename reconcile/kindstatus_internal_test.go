@@ -1,0 +1,55 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/luxnetwork"
+	v1 "github.com/openuniverse/operator/kinds/v1"
+)
+
+// TestKindStatus: a Kind's own status (Entry.Status) replaces the phase in its vocabulary,
+// keeps the FieldsNotMaterialized condition's transition time while it holds, removes it when
+// nothing is left unmaterialized, and leaves Kinds without Entry.Status untouched.
+func TestKindStatus(t *testing.T) {
+	reg := kinds.Builtin()
+	indexer := reg[kinds.Ref{Placement: kinds.PlacementLuxNetwork, Kind: "LuxIndexer"}]
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	ready := drive.Status{Phase: v1.PhaseRunning, ObservedGeneration: 3, ReadyReplicas: 1,
+		Conditions: []metav1.Condition{{Type: drive.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: t0}}}
+	withStorage := &luxnetwork.LuxIndexer{ObjectMeta: metav1.ObjectMeta{Name: "i", Namespace: "ns"},
+		Spec: luxnetwork.LuxIndexerSpec{NetworkRef: "n", ChainAlias: "C", ChainID: 1, Storage: &luxnetwork.IndexerStorageSpec{Size: "1Gi"}}}
+
+	next, fields := kindStatus(indexer, withStorage, drive.Status{}, ready, t0)
+	if next.Phase != "Ready" || fields["apiEndpoint"] != "http://i-indexer.ns.svc:4000" {
+		t.Fatalf("phase %q fields %v", next.Phase, fields)
+	}
+	c := meta.FindStatusCondition(next.Conditions, ConditionFieldsNotMaterialized)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 3 || !c.LastTransitionTime.Equal(&t0) {
+		t.Fatalf("condition %+v", c)
+	}
+	// an hour later, still not materialized: the transition time stays, so the status is equal
+	again, _ := kindStatus(indexer, withStorage, next, ready, t1)
+	if !drive.Equal(next, again) {
+		t.Errorf("an unchanged CR gave a different status: %+v then %+v", next, again)
+	}
+	// the field removed: the condition goes
+	plain := withStorage.DeepCopy()
+	plain.Spec.Storage = nil
+	gone, _ := kindStatus(indexer, plain, next, ready, t1)
+	if meta.FindStatusCondition(gone.Conditions, ConditionFieldsNotMaterialized) != nil {
+		t.Errorf("the condition stays with nothing unmaterialized: %+v", gone.Conditions)
+	}
+	// a Kind without Entry.Status: untouched
+	svc := reg[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "Service"}]
+	same, none := kindStatus(svc, &v1.Service{}, drive.Status{}, ready, t1)
+	if !drive.Equal(same, ready) || none != nil {
+		t.Errorf("Service status changed: %+v %v", same, none)
+	}
+}
