@@ -159,7 +159,6 @@ type benchCluster struct {
 	apiserverPID int // 0 when the cluster is not a local control plane (E2E_KUBECONFIG)
 	hc           *http.Client
 	git          *testbed.GitServer
-	out          string
 }
 
 func newBenchCluster(b *testing.B, cl *cluster) *benchCluster {
@@ -467,13 +466,13 @@ func startFlux(b *testing.B, bc *benchCluster, dir string) *fluxProcs {
 		}
 	}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": fluxNamespace}}}
-	if err := bc.c.Patch(context.Background(), ns, client.Apply, client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+	if err := bc.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(ns), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
 		b.Fatal(err)
 	}
 	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata":   map[string]any{"name": "bench-git", "namespace": fluxNamespace},
 		"stringData": map[string]any{"username": bc.git.Username, "password": bc.git.Password}}}
-	if err := bc.c.Patch(context.Background(), secret, client.Apply, client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+	if err := bc.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(secret), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
 		b.Fatal(err)
 	}
 	logs := b.TempDir()

@@ -55,7 +55,7 @@ func TestSecureMetricsOnTheInstalledRole(t *testing.T) {
 		if o.GetNamespace() == "" && o.GetKind() != "Namespace" {
 			t.Cleanup(func() { _ = cl.c.Delete(context.Background(), o) })
 		}
-		if err := cl.c.Patch(ctx, o, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+		if err := cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
 			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
