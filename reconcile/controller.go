@@ -136,7 +136,15 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	if err != nil {
 		return ctrl.Result{}, TerminalError(err)
 	}
-	s := &scope{cr: cr, previous: previous, mem: r.memory.of(cr),
+	mem := r.memory.of(cr)
+	if lag, ok := statusLag(cr.GetResourceVersion(), mem.statusFrom, mem.statusAt, r.Now()); ok {
+		// The cache still shows the CR from before our last status write: deciding from it
+		// would replay an older state (the upgrade machine would re-apply an image it has
+		// since rolled back). Our write's watch event brings the next reconcile.
+		logr.FromContextOrDiscard(ctx).V(1).Info("CR read from before our last status write, waiting for the cache", "resourceVersion", cr.GetResourceVersion(), "requeueAfter", lag.String())
+		return ctrl.Result{RequeueAfter: lag}, nil
+	}
+	s := &scope{cr: cr, previous: previous, mem: mem,
 		obs: drive.Observation{Generation: cr.GetGeneration(), Now: metav1.NewTime(r.Now()), Previous: previous.Conditions}}
 	defer func() { res, err = r.finish(ctx, s, err) }()
 	for _, p := range r.phases() {
@@ -167,21 +175,20 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	}
 	r.reportTakeover(ctx, s, &status)
 	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.obs.Now.Time)
-	if lag, ok := statusLag(s.cr.GetResourceVersion(), s.mem.statusFrom, s.mem.statusAt, s.obs.Now.Time); ok {
-		// the cache has not shown our last status write yet: what we read is older than
-		// it, and a write now would be refused (its precondition); our write's watch
-		// event brings the next reconcile
-		write, wait = false, lag
-	}
-	if write || (s.upgrade != nil && s.upgrade.changed && wait == 0) {
-		if err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade); err != nil {
+	// A step of the upgrade machine is its state: written at once, never held back.
+	if write || (s.upgrade != nil && s.upgrade.changed) {
+		written, err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
+		if err != nil {
 			if ClassOf(err) == Transient {
 				log.Info("Status write failed, retrying with backoff", "error", err.Error())
 				return ctrl.Result{}, err
 			}
 			return ctrl.Result{}, TerminalError(err)
 		}
-		s.mem.statusAt, s.mem.statusFrom, wait = s.obs.Now.Time, s.cr.GetResourceVersion(), 0
+		if written {
+			s.mem.statusAt, s.mem.statusFrom = s.obs.Now.Time, s.cr.GetResourceVersion()
+		}
+		wait = 0
 	}
 	if len(s.outcome.Failed) > 0 {
 		s.mem.failures++
