@@ -54,12 +54,20 @@ stringData:
 func applyAsOperator(t *testing.T, c client.WithWatch, objs []source.Object) {
 	t.Helper()
 	ctx := context.Background()
-	var gitops []*unstructured.Unstructured
+	// Namespaces first: the Applier applies its objects concurrently, as the sweep's
+	// namespace stage precedes the rest.
+	var namespaces, gitops []*unstructured.Unstructured
 	for _, o := range objs {
+		if o.Obj.GetKind() == "Namespace" {
+			namespaces = append(namespaces, o.Obj.DeepCopy())
+			continue
+		}
 		gitops = append(gitops, o.Obj.DeepCopy())
 	}
-	if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}).Apply(ctx, gitops)); len(f) > 0 {
-		t.Fatalf("gitops apply:\n%s", strings.Join(f, "\n"))
+	for _, stage := range [][]*unstructured.Unstructured{namespaces, gitops} {
+		if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}).Apply(ctx, stage)); len(f) > 0 {
+			t.Fatalf("gitops apply:\n%s", strings.Join(f, "\n"))
+		}
 	}
 	reg := kinds.Builtin()
 	for _, cr := range gitops {

@@ -38,9 +38,24 @@ func FetchCR(ctx context.Context, c client.Reader, mapper meta.RESTMapper, reg k
 	if !ok || kind == "" || name == "" {
 		return nil, fmt.Errorf("%q: want <kind>/<name>, e.g. hanzodns/dns", kindName)
 	}
-	gvks, err := mapper.KindsFor(schema.ParseGroupResource(strings.ToLower(kind)).WithVersion(""))
-	if err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("resolve kind %q: %w", kind, err)
+	gr := schema.ParseGroupResource(strings.ToLower(kind))
+	// A short name resolves to the first group that declares it (the shortcut expander), so
+	// an unqualified kind is looked up in this universe's groups first, then anywhere.
+	lookups := []schema.GroupResource{gr}
+	if gr.Group == "" {
+		lookups = nil
+		for _, f := range []kinds.Family{kinds.FamilyUniverse, kinds.FamilyKMS, kinds.FamilyChain} {
+			lookups = append(lookups, schema.GroupResource{Group: f.Group(group), Resource: gr.Resource})
+		}
+		lookups = append(lookups, gr)
+	}
+	var gvks []schema.GroupVersionKind
+	for _, l := range lookups {
+		found, err := mapper.KindsFor(l.WithVersion(""))
+		if err != nil && !meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("resolve kind %q: %w", kind, err)
+		}
+		gvks = append(gvks, found...)
 	}
 	var candidates []schema.GroupVersionKind
 	seen := map[schema.GroupKind]bool{}
