@@ -18,11 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/reconcile/gitops"
@@ -33,6 +35,7 @@ var operatorBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // the suite's own clients: their logs are not the operator's
 	if !testing.Short() {
 		dir, err := os.MkdirTemp("", "e2e-bin-")
 		if err != nil {

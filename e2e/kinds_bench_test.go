@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,6 +121,7 @@ func (kb *kindsBench) run() {
 	op := kb.start()
 	apiBefore := scrapeAPIServer(b, kb.cfg)
 	opBefore := op.scrape()
+	planeBefore := kb.planeCPU()
 	start := time.Now()
 	applied := make(chan time.Duration, 1)
 	go func() { applied <- kb.waitChildren(ctx, start, 10*time.Minute) }()
@@ -130,6 +132,7 @@ func (kb *kindsBench) run() {
 	apiAfter := scrapeAPIServer(b, kb.cfg)
 	opAfter := op.scrape()
 	rss, cpu := op.usage()
+	planeAfter := kb.planeCPU()
 
 	w := kb.out
 	fmt.Fprintf(w, "\n%d Service CRs (2 replicas each) created in %.1fs; every Deployment and Service applied after %.1fs; %d/%d Ready after %.1fs (%.1f CRs/s)\n",
@@ -148,6 +151,15 @@ func (kb *kindsBench) run() {
 	}
 	fmt.Fprintf(w, "  apiserver all: %.0f requests, throttled (429): %.0f\n", apiDelta.sum("apiserver_request_total", nil), apiDelta.sum("apiserver_request_total", map[string]string{"code": "429"}))
 	fmt.Fprintf(w, "  operator peak RSS %.0f MiB, CPU %.1fs\n", float64(rss)/(1<<20), cpu)
+	var plane []string
+	busy := cpu
+	for _, name := range slices.Sorted(maps.Keys(planeAfter)) {
+		d := (planeAfter[name] - planeBefore[name]).Seconds()
+		busy += d
+		plane = append(plane, fmt.Sprintf("%s %.1fs", name, d))
+	}
+	fmt.Fprintf(w, "  control plane CPU: %s; with the operator %.0f%% of the machine's %d CPUs over %.0fs\n", strings.Join(plane, ", "),
+		100*busy/(readyAt.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU(), readyAt.Seconds())
 	if ready < kb.n {
 		fmt.Fprintf(w, "  not all Ready: resyncs skipped\n")
 		op.stop(syscall.SIGTERM)
@@ -179,6 +191,24 @@ func (kb *kindsBench) run() {
 }
 
 func perCR(v float64, n int) float64 { return v / float64(n) }
+
+// planeCPU is the CPU time so far of each control plane process (etcd, kube-apiserver,
+// kcm, scheduler, kwok) by name, from the testbed's PID files; empty for a cluster the
+// testbed did not start.
+func (kb *kindsBench) planeCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(kb.kubeconfig), "pids", "*.pid"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || len(strings.Fields(string(data))) == 0 {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.Fields(string(data))[0]); err == nil {
+			out[strings.TrimSuffix(filepath.Base(f), ".pid")] = procCPU(pid)
+		}
+	}
+	return out
+}
 
 // childWrites counts the writes that reached Deployments and core Services (dry-runs
 // left out): what the no-op resyncs must not cost.

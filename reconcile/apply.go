@@ -98,25 +98,43 @@ func (a *Applier) ApplyForced(ctx context.Context, objs []*unstructured.Unstruct
 
 // ApplyObserved is Apply that also returns each object as the apiserver has it after the
 // apply (the apply's response, or the live object when it was in sync; nil on failure or
-// after an adoption), for a caller that remembers what it applied.
-func (a *Applier) ApplyObserved(ctx context.Context, objs []*unstructured.Unstructured) ([]Result, []*unstructured.Unstructured) {
-	return a.apply(ctx, objs, false)
+// after an adoption), for a caller that remembers what it applied. cached[i], when given
+// and not nil, is object i as a watch cache shows it: the comparison starts from it instead
+// of a get (a Kind controller's first reconcile after a start costs one dry-run per child,
+// not two requests). A cache behind the apiserver costs at most an apply that changes
+// nothing.
+func (a *Applier) ApplyObserved(ctx context.Context, objs, cached []*unstructured.Unstructured) ([]Result, []*unstructured.Unstructured) {
+	results := make([]Result, len(objs))
+	lives := make([]*unstructured.Unstructured, len(objs))
+	FanOut(len(objs), a.Concurrency, func(i int) {
+		var c *unstructured.Unstructured
+		if i < len(cached) {
+			c = cached[i]
+		}
+		results[i], lives[i] = a.applyOne(ctx, objs[i], c, false)
+	})
+	return results, lives
 }
 
 func (a *Applier) apply(ctx context.Context, objs []*unstructured.Unstructured, force bool) ([]Result, []*unstructured.Unstructured) {
 	results := make([]Result, len(objs))
 	lives := make([]*unstructured.Unstructured, len(objs))
-	FanOut(len(objs), a.Concurrency, func(i int) { results[i], lives[i] = a.applyOne(ctx, objs[i], force) })
+	FanOut(len(objs), a.Concurrency, func(i int) { results[i], lives[i] = a.applyOne(ctx, objs[i], nil, force) })
 	return results, lives
 }
 
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, force bool) (Result, *unstructured.Unstructured) {
+func (a *Applier) applyOne(ctx context.Context, obj, cached *unstructured.Unstructured, force bool) (Result, *unstructured.Unstructured) {
 	ref := RefOf(obj)
 	var existing, applied *unstructured.Unstructured
 	// Observe the live object ssa reads and the object the apply returns: the two sets of
 	// managedFields are what drift attribution needs, at no extra request.
 	c := interceptor.NewClient(withWatch(a.Client), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if u, ok := o.(*unstructured.Unstructured); ok && cached != nil && existing == nil && key == client.ObjectKeyFromObject(cached) {
+				cached.DeepCopyInto(u)
+				existing = cached.DeepCopy()
+				return nil
+			}
 			err := c.Get(ctx, key, o, opts...)
 			if u, ok := o.(*unstructured.Unstructured); ok && err == nil && existing == nil {
 				existing = u.DeepCopy()

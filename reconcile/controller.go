@@ -253,7 +253,8 @@ func (r *KindReconciler) inputs(ctx context.Context, ns string) ([]*unstructured
 // whose live state (in the Owns cache) has not moved since, is in sync without a request
 // (childStale). Otherwise a child the cache knows about (or knows absent) after an apply of
 // ours costs one forced apply; one never applied by this process (the first reconcile
-// after a start) goes through the get-and-dry-run path, which writes only when it drifted.
+// after a start) goes through the dry-run path from the cached copy, which writes only when
+// it drifted.
 func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 	if s.halted {
 		return nil
@@ -322,11 +323,11 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 		r.remember(s, j.i, j.digest, j.live, after, res)
 	})
 	if len(cold) > 0 {
-		objs := make([]*unstructured.Unstructured, len(cold))
+		objs, cached := make([]*unstructured.Unstructured, len(cold)), make([]*unstructured.Unstructured, len(cold))
 		for k, j := range cold {
-			objs[k] = s.desired[j.i]
+			objs[k], cached[k] = s.desired[j.i], j.live
 		}
-		results, lives := r.Applier.ApplyObserved(ctx, objs)
+		results, lives := r.Applier.ApplyObserved(ctx, objs, cached)
 		for k, j := range cold {
 			s.results[j.i] = results[k]
 			if r.watches(objs[k].GroupVersionKind()) {
@@ -373,7 +374,7 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 	for _, gvk := range r.Owned {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace())); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace()), client.MatchingFields{indexController: string(s.cr.GetUID())}); err != nil {
 			return fmt.Errorf("list %s in %s: %w", gvk.Kind, s.cr.GetNamespace(), err)
 		}
 		s.takeover.leftover = append(s.takeover.leftover, leftovers(s.desired, list.Items, s.cr.GetUID(), ManagerKinds)...)

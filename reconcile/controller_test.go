@@ -95,6 +95,14 @@ func installCRDs(t *testing.T, cfg *rest.Config, c client.Client) {
 // startKinds runs the Kind controllers in-process against cfg and returns their log.
 func startKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) *syncBuffer {
 	t.Helper()
+	logs, _ := runKinds(t, cfg, opts...)
+	return logs
+}
+
+// runKinds is startKinds that also returns stop, which ends the manager (as a restart
+// does) and waits for it; the test's cleanup calls it again harmlessly.
+func runKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) (*syncBuffer, func()) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -124,8 +132,9 @@ func startKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) *
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return logs
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return logs, stop
 }
 
 func serviceCR(name string, autoscaling bool, labels map[string]string) *unstructured.Unstructured {

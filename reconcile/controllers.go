@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +72,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	started := 0
 	var missing []schema.GroupVersionKind
+	indexed := map[schema.GroupVersionKind]bool{} // several Kinds own the same child kind
 	for _, ref := range refs {
 		e := reg[ref]
 		gvk := e.GroupVersionKind(group)
@@ -104,6 +106,12 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			r.Owned = append(r.Owned, child)
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(child)
+			if !indexed[child] {
+				if err := mgr.GetFieldIndexer().IndexField(context.Background(), u, indexController, controllerUID); err != nil {
+					return fmt.Errorf("index %s by controller: %w", child, err)
+				}
+				indexed[child] = true
+			}
 			b = b.Owns(u)
 		}
 		for _, in := range e.Inputs {
@@ -129,6 +137,21 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		return nil
 	}
 	return mgr.Add(&servedWatch{served: served, missing: missing, every: recheckServed, log: log})
+}
+
+// indexController is the cache index of children by the UID of their controller (the CR
+// whose ownerReference says controller: true). Prune and the leftover check list one CR's
+// children through it: listing the namespace copied every child of every CR out of the
+// cache on each reconcile, quadratic in the CRs of a namespace (1 000 Service CRs cost the
+// operator 432 s of CPU and 1 GiB on their way to Ready).
+const indexController = "universe.index/controller"
+
+// controllerUID is the indexController value of o: its controller's UID, none without one.
+func controllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
 }
 
 // sameNamespace maps a changed input object to every CR of Kind gvk in its namespace (a

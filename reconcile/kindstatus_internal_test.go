@@ -53,3 +53,32 @@ func TestKindStatus(t *testing.T) {
 		t.Errorf("Service status changed: %+v %v", same, none)
 	}
 }
+
+func TestReadyEvent(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, reason string) *metav1.Condition {
+		return &metav1.Condition{Type: drive.ConditionReady, Status: status, Reason: reason}
+	}
+	notReady := cond(metav1.ConditionFalse, drive.ReasonNotReady)
+	ready := cond(metav1.ConditionTrue, drive.ReasonAvailable)
+	failed := cond(metav1.ConditionFalse, drive.ReasonFailed)
+	for _, tc := range []struct {
+		name          string
+		before, after *metav1.Condition
+		want          bool
+	}{
+		{"a new CR's first not-ready", nil, notReady, false},
+		{"a new CR ready at once", nil, ready, true},
+		{"a new CR failing", nil, failed, true},
+		{"becomes ready", notReady, ready, true},
+		{"falls back from ready", ready, notReady, true},
+		{"still not ready", notReady, notReady, false},
+		{"still ready", ready, ready, false},
+		{"recovers from a failure into rolling out", failed, notReady, false},
+		{"fails while rolling out", notReady, failed, true},
+		{"no condition", ready, nil, false},
+	} {
+		if got := readyEvent(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: readyEvent = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func TestKindControllerRequests(t *testing.T) {
 	reqs := &nsRequests{ns: ns}
 	counted := rest.CopyConfig(cfg)
 	counted.WrapTransport = reqs.wrap
-	logs := startKinds(t, counted)
+	logs, stop := runKinds(t, counted)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("DUMP_LOGS") != "" {
 			t.Logf("operator log:\n%s", logs.String())
@@ -184,16 +184,16 @@ func TestKindControllerRequests(t *testing.T) {
 		}
 	})
 
-	t.Run("a reconcile of unchanged CRs sends nothing", func(t *testing.T) {
-		reconciled := func() int {
-			n := 0
-			for _, line := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(line, `"msg":"Reconciled"`) && strings.Contains(line, `"namespace":"`+ns+`"`) {
-					n++
-				}
+	reconciled := func() int {
+		n := 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `"msg":"Reconciled"`) && strings.Contains(line, `"namespace":"`+ns+`"`) {
+				n++
 			}
-			return n
 		}
+		return n
+	}
+	t.Run("a reconcile of unchanged CRs sends nothing", func(t *testing.T) {
 		before := reconciled()
 		for _, name := range names {
 			cr := &unstructured.Unstructured{}
@@ -249,5 +249,27 @@ func TestKindControllerRequests(t *testing.T) {
 			}
 			return false, "no drift line"
 		})
+	})
+
+	t.Run("a restart compares each child from the cache: one dry-run, no get, no write", func(t *testing.T) {
+		stop()
+		reqs.take()
+		logs, stop = runKinds(t, counted)
+		poll(ctx, t, "a reconcile of each CR by the new process", func() (bool, string) {
+			now := reconciled()
+			return now >= len(names), fmt.Sprintf("%d reconciles", now)
+		})
+		time.Sleep(2 * time.Second)
+		n := reqs.take()
+		t.Logf("requests: %s", render(n))
+		dry := n["DRYRUN deployments"] + n["DRYRUN services"] + n["DRYRUN horizontalpodautoscalers"]
+		if dry != children {
+			t.Errorf("%d dry-runs for %d children after a restart, want one each: %s", dry, children, render(n))
+		}
+		for k, v := range n {
+			if strings.HasPrefix(k, "GET ") || strings.HasPrefix(k, "APPLY ") || strings.HasPrefix(k, "STATUS ") {
+				t.Errorf("%d %s after a restart with every child in sync, want none", v, k)
+			}
+		}
 	})
 }

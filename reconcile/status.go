@@ -141,7 +141,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	}
 	before := meta.FindStatusCondition(previous.Conditions, drive.ConditionReady)
 	after := meta.FindStatusCondition(next.Conditions, drive.ConditionReady)
-	if r.Recorder != nil && after != nil && (before == nil || before.Status != after.Status || before.Reason != after.Reason) {
+	if r.Recorder != nil && readyEvent(before, after) {
 		typ := corev1.EventTypeNormal
 		if after.Status != metav1.ConditionTrue {
 			typ = corev1.EventTypeWarning
@@ -149,6 +149,22 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 		r.Recorder.Eventf(cr, nil, typ, after.Reason, ActionReconcile, "%s", after.Message)
 	}
 	return true, nil
+}
+
+// readyEvent reports whether a change of the Ready condition from before to after is an
+// Event: becoming ready, failing, or falling back from ready. A new CR's first "not ready
+// yet" is not one (Flux reports progress in conditions, not events): it cost every CR of a
+// 1 000-CR rollout one more request.
+func readyEvent(before, after *metav1.Condition) bool {
+	switch {
+	case after == nil:
+		return false
+	case before != nil && before.Status == after.Status && before.Reason == after.Reason:
+		return false
+	case after.Reason == drive.ReasonNotReady:
+		return before != nil && before.Status == metav1.ConditionTrue
+	}
+	return true
 }
 
 // ConditionFieldsNotMaterialized lists the spec fields a Kind accepts without acting on them,

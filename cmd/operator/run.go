@@ -47,6 +47,7 @@ type runOptions struct {
 	MetricsSecure bool
 	ProbeAddr     string
 	WebhookAddr   string
+	PprofAddr     string
 	LeaderElect   bool
 	LeaderID      string
 	LeaseDuration time.Duration
@@ -84,6 +85,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS, to callers the apiserver authenticates and authorizes (TokenReview and SubjectAccessReview: grant get on the non-resource URL /metrics).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz, and nothing else.")
 	fs.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "Address of POST /reconcile and GET /gitops; 0 disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060); 0, the default, disables them. Unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Elect one leader through a Lease; only the leader writes.")
 	fs.StringVar(&o.LeaderID, "leader-election-id", "", "Name of the Lease; empty means universe-operator.<api-group>.")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "How long a lease is valid before others may take it.")
@@ -163,6 +165,7 @@ func run(o *runOptions) error {
 		Cache:                         shardCache,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        "0", // probes are served below, alone on their listener; the webhook has its own
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              leaderID,
 		LeaderElectionNamespace:       o.Namespace,
