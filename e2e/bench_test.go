@@ -362,13 +362,18 @@ func benchKubectl(b *testing.B, bc *benchCluster, kubectl, kind string, n int, t
 	return append(rows, bc.measure(b, "kubectl", "10 changed files", run))
 }
 
+// maxFiles raises --gitops-max-files (10 000 by default: a repository past it is refused
+// file by file, by name) over a corpus of n objects and its Namespace, as a user with
+// such a repository sets it.
+func maxFiles(n int) string { return fmt.Sprintf("--gitops-max-files=%d", max(n+100, 10000)) }
+
 // benchUp: `operator up --manifests DIR`, one process per step as a user runs it.
 func benchUp(b *testing.B, bc *benchCluster, kind string, n int, tag string) []benchRow {
 	ns := "bench-up-" + tag
 	dir := b.TempDir()
 	writeFilesTo(b, dir, corpusFiles(kind, ns, n, 0))
 	run := func() (time.Duration, time.Duration, uint64) {
-		cmd := exec.Command(operatorBin, "up", "--kubeconfig", bc.kubeconfig, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns)
+		cmd := exec.Command(operatorBin, "up", "--kubeconfig", bc.kubeconfig, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns, maxFiles(n))
 		return runOnce(b, cmd)
 	}
 	rows := []benchRow{bc.measure(b, "operator up", "cold sync", run), bc.measure(b, "operator up", "no-op", run)}
@@ -387,7 +392,7 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 	}
 	repo.push(b, "empty", map[string][]byte{"README.md": []byte("bench\n")})
 	op := startOperator(b, bc.cluster, repo, "universe-system", "--controllers", "gitops", "--leader-elect=false",
-		"--gitops-namespaces", ns, "--log-level", "error")
+		"--gitops-namespaces", ns, "--log-level", "error", maxFiles(n))
 	pid := op.cmd.Process.Pid
 	waitFor(b, "the first sweep", time.Minute, func() (bool, string) {
 		_, err := op.report()

@@ -124,10 +124,12 @@ func (kb *kindsBench) run() {
 	planeBefore := kb.planeCPU()
 	start := time.Now()
 	applied := make(chan time.Duration, 1)
-	go func() { applied <- kb.waitChildren(ctx, start, 10*time.Minute) }()
+	// 10 minutes, and 300 ms per CR more: 5 000 CRs on a 2-core machine take ~20 minutes
+	timeout := 10*time.Minute + time.Duration(kb.n)*300*time.Millisecond
+	go func() { applied <- kb.waitChildren(ctx, start, timeout) }()
 	kb.createAll(ctx)
 	created := time.Since(start)
-	ready, readyAt := kb.waitReady(ctx, start, 10*time.Minute)
+	ready, readyAt := kb.waitReady(ctx, start, timeout)
 	time.Sleep(time.Second) // let both sides count the last requests
 	apiAfter := scrapeAPIServer(b, kb.cfg)
 	opAfter := op.scrape()
@@ -362,7 +364,7 @@ func isReady(u *unstructured.Unstructured) bool {
 // queues have been empty for two seconds.
 func (kb *kindsBench) waitReconciled(op *benchOperator, want float64) {
 	quiet := 0
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 15*time.Minute, true, func(context.Context) (bool, error) {
 		m := op.scrape()
 		if m.sum("controller_runtime_reconcile_total", nil) < want || m.sum("workqueue_depth", nil) > 0 || m.sum("controller_runtime_active_workers", nil) > 0 {
 			quiet = 0

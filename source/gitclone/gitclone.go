@@ -277,7 +277,9 @@ func (s *Source) fetch(ctx context.Context, repo *git.Repository) error {
 	return nil
 }
 
-// read collects the manifest files below the path in the commit's tree.
+// read collects the manifest files below the path in the commit's tree. A blob the
+// previous snapshot read (same SHA) is taken from it, neither looked up nor inflated
+// again: one changed file in a 1 000-file repository reads one blob.
 func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapshot, error) {
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
@@ -292,51 +294,87 @@ func (s *Source) read(repo *git.Repository, hash plumbing.Hash) (*source.Snapsho
 			return nil, fmt.Errorf("path %s: %w", s.path, err)
 		}
 	}
+	known := map[plumbing.Hash]source.File{}
+	if s.last != nil {
+		for _, f := range s.last.Files {
+			if f.Refused == nil {
+				known[plumbing.NewHash(f.BlobSHA)] = f
+			}
+		}
+	}
 	snap := &source.Snapshot{Revision: hash.String()}
 	limit := source.Limits{FileBytes: s.o.MaxFileBytes}.MaxFileBytes()
-	err = tree.Files().ForEach(func(f *object.File) error {
-		p := f.Name
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
+	for {
+		name, entry, err := walker.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("walk tree: %w", err)
+		}
+		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
+			continue
+		}
+		p := name
 		if s.path != "" {
 			p = s.path + "/" + p
 		}
 		if !source.IsManifest(p) {
-			return nil
+			continue
 		}
-		file := source.File{Path: p, BlobSHA: f.Hash.String(), Size: f.Size}
-		switch {
-		case f.Mode == filemode.Symlink: // never followed, but reported
-			file.Refused = source.ErrSymlink
-		case f.Mode != filemode.Regular && f.Mode != filemode.Executable && f.Mode != filemode.Deprecated:
-			file.Refused = source.ErrNotFile
-		case f.Size > limit:
-			file.Refused = source.TooLarge(f.Size, limit)
+		if f, ok := known[entry.Hash]; ok && entry.Mode != filemode.Symlink && f.Size <= limit {
+			f.Path = p
+			snap.Files = append(snap.Files, f)
+			continue
 		}
-		if file.Refused != nil {
-			snap.Files = append(snap.Files, file)
-			return nil
-		}
-		r, err := f.Reader()
+		file, err := readBlob(repo, p, entry, limit)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
+			return nil, err
 		}
-		defer func() { _ = r.Close() }()
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-		if int64(len(data)) > limit {
-			file.Refused = source.TooLarge(int64(len(data)), limit)
-			data = nil
-		}
-		file.Data = data
 		snap.Files = append(snap.Files, file)
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	sort.Slice(snap.Files, func(i, j int) bool { return snap.Files[i].Path < snap.Files[j].Path })
 	return snap, nil
+}
+
+// readBlob reads the file at path p of a tree entry, refusing links, non-files and files
+// over limit by name.
+func readBlob(repo *git.Repository, p string, entry object.TreeEntry, limit int64) (source.File, error) {
+	file := source.File{Path: p, BlobSHA: entry.Hash.String()}
+	switch {
+	case entry.Mode == filemode.Symlink: // never followed, but reported
+		file.Refused = source.ErrSymlink
+		return file, nil
+	case entry.Mode != filemode.Regular && entry.Mode != filemode.Executable && entry.Mode != filemode.Deprecated:
+		file.Refused = source.ErrNotFile
+		return file, nil
+	}
+	blob, err := repo.BlobObject(entry.Hash)
+	if err != nil {
+		return file, fmt.Errorf("read %s: %w", p, err)
+	}
+	file.Size = blob.Size
+	if blob.Size > limit {
+		file.Refused = source.TooLarge(blob.Size, limit)
+		return file, nil
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return file, fmt.Errorf("read %s: %w", p, err)
+	}
+	defer func() { _ = r.Close() }()
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return file, fmt.Errorf("read %s: %w", p, err)
+	}
+	if int64(len(data)) > limit {
+		file.Refused = source.TooLarge(int64(len(data)), limit)
+		data = nil
+	}
+	file.Data = data
+	return file, nil
 }
 
 // withAuth runs op with the current credentials; if the server refuses

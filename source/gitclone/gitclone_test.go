@@ -69,7 +69,7 @@ func (c *counter) take() []string {
 
 // httpServer starts a git server with basic auth holding fixture in
 // repo.git on branch main.
-func httpServer(t *testing.T) (*gittestserver.GitServer, *counter, string) {
+func httpServer(t testing.TB) (*gittestserver.GitServer, *counter, string) {
 	t.Helper()
 	srv, err := gittestserver.NewTempGitServer()
 	if err != nil {
@@ -87,7 +87,7 @@ func httpServer(t *testing.T) (*gittestserver.GitServer, *counter, string) {
 	return srv, c, srv.HTTPAddress() + "/repo.git"
 }
 
-func initRepo(t *testing.T, srv *gittestserver.GitServer) {
+func initRepo(t testing.TB, srv *gittestserver.GitServer) {
 	t.Helper()
 	dir := t.TempDir()
 	for p, c := range fixture {
@@ -105,7 +105,7 @@ func initRepo(t *testing.T, srv *gittestserver.GitServer) {
 }
 
 // push commits files (path → content) on main of the server's repo.git.
-func push(t *testing.T, srv *gittestserver.GitServer, files map[string]string) string {
+func push(t testing.TB, srv *gittestserver.GitServer, files map[string]string) string {
 	t.Helper()
 	auth := &githttp.BasicAuth{Username: user, Password: password}
 	repo, err := git.Clone(memory.NewStorage(), memfs.New(), &git.CloneOptions{URL: srv.HTTPAddress() + "/repo.git", Auth: auth, ReferenceName: "refs/heads/main"})
@@ -140,7 +140,7 @@ func push(t *testing.T, srv *gittestserver.GitServer, files map[string]string) s
 	return h.String()
 }
 
-func tokenFile(t *testing.T, v string) (*source.TokenFile, string) {
+func tokenFile(t testing.TB, v string) (*source.TokenFile, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
