@@ -151,6 +151,21 @@ func (kb *kindsBench) run() {
 		match := map[string]string{"group": res.group, "resource": res.resource, "subresource": res.sub}
 		fmt.Fprintf(w, "  apiserver %-18s %s\n", res.label+":", apiDelta.by("apiserver_request_total", "verb+dry_run", kb.n, match))
 	}
+	var lat []string
+	for _, res := range []struct{ label, group, resource, sub string }{
+		{"Deployment apply", "apps", "deployments", ""}, {"Service apply", "", "services", ""}, {"CR status apply", "hanzo.ai", "services", "status"},
+	} {
+		match := map[string]string{"group": res.group, "resource": res.resource, "subresource": res.sub, "verb": "APPLY"}
+		if n := apiDelta.sum("apiserver_request_duration_seconds_count", match); n > 0 {
+			lat = append(lat, fmt.Sprintf("%s %.0f ms", res.label, 1000*apiDelta.sum("apiserver_request_duration_seconds_sum", match)/n))
+		}
+	}
+	fmt.Fprintf(w, "  apiserver mean latency: %s\n", strings.Join(lat, ", "))
+	work := map[string]string{"name": "service"}
+	if n := opDelta.sum("workqueue_work_duration_seconds_count", work); n > 0 {
+		fmt.Fprintf(w, "  operator: mean reconcile %.0f ms, mean wait in the queue %.0f ms\n", 1000*opDelta.sum("workqueue_work_duration_seconds_sum", work)/n,
+			1000*opDelta.sum("workqueue_queue_duration_seconds_sum", work)/max(1, opDelta.sum("workqueue_queue_duration_seconds_count", work)))
+	}
 	fmt.Fprintf(w, "  apiserver all: %.0f requests, throttled (429): %.0f\n", apiDelta.sum("apiserver_request_total", nil), apiDelta.sum("apiserver_request_total", map[string]string{"code": "429"}))
 	fmt.Fprintf(w, "  operator peak RSS %.0f MiB, CPU %.1fs\n", float64(rss)/(1<<20), cpu)
 	var plane []string
@@ -488,7 +503,8 @@ func (op *benchOperator) tryScrape() (metricSet, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return parseMetrics(resp.Body, "rest_client_requests_total", "controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers"), nil
+	return parseMetrics(resp.Body, "rest_client_requests_total", "controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers",
+		"workqueue_work_duration_seconds_sum", "workqueue_work_duration_seconds_count", "workqueue_queue_duration_seconds_sum", "workqueue_queue_duration_seconds_count"), nil
 }
 
 func (op *benchOperator) scrape() metricSet {
@@ -509,7 +525,7 @@ func scrapeAPIServer(b *testing.B, cfg *rest.Config) metricSet {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	return parseMetrics(resp.Body, "apiserver_request_total")
+	return parseMetrics(resp.Body, "apiserver_request_total", "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count")
 }
 
 type metric struct {

@@ -324,7 +324,10 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		}
 	}
 	sweeper.Routes(mux, wh)
-	ready["gitops"] = sweeper.Ready(func() bool { return isClosed(mgr.Elected()) })
+	// Without an election this process leads from the start: ready only after its first
+	// sweep (the manager closes Elected a moment after the caches sync, and /readyz was 200
+	// in between).
+	ready["gitops"] = sweeper.Ready(func() bool { return !o.LeaderElect || isClosed(mgr.Elected()) })
 	o.sweeper, o.commits = sweeper, src
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err

@@ -85,6 +85,9 @@ type Source struct {
 	mu   sync.Mutex
 	last *source.Snapshot
 	seen map[string]bool // blob SHAs of the last snapshot
+	// repo is the clone, open since the last sync: opening it again reads every pack
+	// index each time.
+	repo *git.Repository
 }
 
 var _ source.Source = (*Source)(nil)
@@ -200,9 +203,14 @@ func (s *Source) Snapshot(ctx context.Context, rev string) (*source.Snapshot, er
 // sync makes sure the clone holds hash: open, else shallow clone; fetch if
 // the commit is missing. A clone that cannot be fetched into is replaced.
 func (s *Source) sync(ctx context.Context, hash plumbing.Hash) (*git.Repository, error) {
-	repo, err := git.PlainOpen(s.dir)
+	repo, err := s.repo, error(nil)
+	if repo == nil {
+		repo, err = git.PlainOpen(s.dir)
+	}
+	s.repo = nil // set again once it holds hash
 	if err == nil {
 		if _, err := repo.CommitObject(hash); err == nil {
+			s.repo = repo
 			return repo, nil
 		}
 		ferr := s.fetch(ctx, repo)
@@ -226,6 +234,7 @@ func (s *Source) sync(ctx context.Context, hash plumbing.Hash) (*git.Repository,
 }
 
 func (s *Source) holding(repo *git.Repository, hash plumbing.Hash) (*git.Repository, error) {
+	s.repo = repo
 	if _, err := repo.CommitObject(hash); err != nil {
 		return nil, fmt.Errorf("branch %s moved past the revision, the next sweep reads the new head", s.o.Branch)
 	}
