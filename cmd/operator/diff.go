@@ -17,6 +17,7 @@ import (
 func newDiffCommand() *cobra.Command {
 	var group, kubeconfig, namespace string
 	var takeover bool
+	limits := source.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "diff <file|dir>  |  diff --takeover -n <ns>",
 		Short: "Diff manifests and what they build against the live cluster",
@@ -52,7 +53,7 @@ func newDiffCommand() *cobra.Command {
 			if err != nil {
 				return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 			}
-			objs, fileErrs := source.Parse(snap)
+			objs, fileErrs := source.ParseLimited(snap, limits)
 			d := &reconcile.Differ{Client: c, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
 			rs := d.Diff(cmd.Context(), objs)
 			if err := reconcile.WriteDiff(cmd.OutOrStdout(), rs); err != nil {
@@ -85,6 +86,7 @@ func newDiffCommand() *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	cmd.Flags().BoolVar(&takeover, "takeover", false, "Report what taking over the namespace's CRs from another operator would change (dry-run only).")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace to take over, with --takeover.")
+	limits.BindFlags(cmd.Flags())
 	return cmd
 }
 

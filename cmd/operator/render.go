@@ -28,6 +28,7 @@ func (e codedError) ExitCode() int { return e.code }
 func newRenderCommand() *cobra.Command {
 	var group, namespace, kubeconfig string
 	var fromCluster bool
+	limits := source.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "render <file|dir|->  |  render --from-cluster <kind>/<name> -n <ns>  |  render --from-cluster <ns> <name>",
 		Short: "Print the objects the controllers would apply for some manifests",
@@ -49,13 +50,14 @@ func newRenderCommand() *cobra.Command {
 			if len(args) != 1 {
 				return codedError{code: 2, msg: "render: one file, directory or - (two arguments only with --from-cluster)"}
 			}
-			return render(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), group, args[0])
+			return render(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), group, args[0], limits)
 		},
 	}
 	cmd.Flags().StringVar(&group, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "Read the CR from the cluster (<kind>/<name> -n <ns>, or <ns> <name> for a network).")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "Namespace of the CR, with --from-cluster <kind>/<name>.")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig, with --from-cluster; empty means $KUBECONFIG or in-cluster.")
+	limits.BindFlags(cmd.Flags())
 	return cmd
 }
 
@@ -96,7 +98,7 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 	return nil
 }
 
-func render(stdout, stderr io.Writer, stdin io.Reader, group, path string) error {
+func render(stdout, stderr io.Writer, stdin io.Reader, group, path string, limits source.Limits) error {
 	if err := kinds.ValidateGroup(group); err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
@@ -104,7 +106,7 @@ func render(stdout, stderr io.Writer, stdin io.Reader, group, path string) error
 	if err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
-	objs, fileErrs := source.Parse(snap)
+	objs, fileErrs := source.ParseLimited(snap, limits)
 	rs := reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
 	if err := reconcile.WriteYAML(stdout, rs); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
