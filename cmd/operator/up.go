@@ -45,7 +45,7 @@ func newUpCommand() *cobra.Command {
 	fs.StringVar(&o.Image, "image", defaultImage(), "Operator container image.")
 	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	g.BindScopeFlags(fs) // --gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds
+	g.BindScopeFlags(fs)   // --gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds
 	g.Limits.BindFlags(fs) // --gitops-max-files …: what a refused file's error names
 	return cmd
 }
