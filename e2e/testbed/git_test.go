@@ -3,12 +3,14 @@ package testbed_test
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -93,5 +95,63 @@ func TestGitServer(t *testing.T) {
 				t.Errorf("cloned head %s, want pushed commit %s", head.Hash(), sha)
 			}
 		})
+	}
+}
+
+// TestGitServerBulkCommit: a commit of more files than Commit stages one by one (the bench's
+// 10 000-object corpora) holds every file, and a second one changes, adds and deletes some.
+func TestGitServerBulkCommit(t *testing.T) {
+	g, err := testbed.NewGitServer("", "git-user", "s3cret-pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop(); os.RemoveAll(g.Root()) })
+	files := map[string][]byte{}
+	for i := range 2500 {
+		files[fmt.Sprintf("crs/%02d/cm-%04d.yaml", i/100, i)] = fmt.Appendf(nil, "kind: ConfigMap # %d\n", i)
+	}
+	if _, err := g.Commit("bulk.git", "main", "bulk", files); err != nil {
+		t.Fatal(err)
+	}
+	next := map[string][]byte{}
+	for p, data := range files {
+		next[p] = data
+	}
+	next["crs/00/cm-0000.yaml"] = []byte("kind: ConfigMap # changed\n")
+	next["crs/00/cm-0001.yaml"] = nil
+	next["crs/new.yaml"] = []byte("kind: Namespace\n")
+	sha, err := g.Commit("bulk.git", "main", "bulk again", next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gogit.PlainClone(t.TempDir(), false, &gogit.CloneOptions{URL: g.HTTPURL("bulk.git"),
+		Auth: &githttp.BasicAuth{Username: "git-user", Password: "s3cret-pass"}, ReferenceName: plumbing.NewBranchReferenceName("main"), SingleBranch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(plumbing.NewHash(sha))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	if err := tree.Files().ForEach(func(f *object.File) error {
+		s, err := f.Contents()
+		got[f.Name] = s
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2500 {
+		t.Errorf("%d files at the head, want 2500 (one deleted, one added)", len(got))
+	}
+	if got["crs/00/cm-0000.yaml"] != "kind: ConfigMap # changed\n" || got["crs/new.yaml"] != "kind: Namespace\n" || got["crs/24/cm-2499.yaml"] != "kind: ConfigMap # 2499\n" {
+		t.Errorf("head contents: changed %q, added %q, kept %q", got["crs/00/cm-0000.yaml"], got["crs/new.yaml"], got["crs/24/cm-2499.yaml"])
+	}
+	if _, ok := got["crs/00/cm-0001.yaml"]; ok {
+		t.Error("the deleted file is still at the head")
 	}
 }
