@@ -64,6 +64,9 @@ type runOptions struct {
 	ProtectedSecrets []string
 	// Shard restricts the caches and controllers to namespaces and a CR label selector.
 	Shard reconcile.Shard
+	// Tenancy is the one tenancy rule of every loop: a Namespace's org counts only when one of
+	// these field managers set its label.
+	Tenancy kinds.Tenancy
 
 	Source source.Options
 	GitHub github.Options
@@ -101,6 +104,8 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
 	fs.StringSliceVar(&o.Shard.Namespaces, "watch-namespaces", nil, "Namespaces whose objects the operator watches and reconciles (the caches of every loop); empty means all.")
 	fs.StringVar(&o.Shard.LabelSelector, "watch-label-selector", "", "Label selector on the CRs the Kind controllers reconcile, e.g. "+reconcile.ShardLabel+"=shard1 for a shard, !"+reconcile.ShardLabel+" for the main operator; empty means all. A shard's Lease is named after it.")
+	fs.StringSliceVar(&o.Tenancy.Managers, "tenant-org-managers", kinds.DefaultOrgManagers,
+		"Field managers whose write of a Namespace's "+kinds.OrgLabel+" label makes it that org's tenant; every loop refuses a CR whose own "+kinds.OrgLabel+" label differs from its namespace's org.")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
 	o.Source.BindFlags(fs)
 	o.GitHub.BindFlags(fs)
