@@ -174,6 +174,9 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		return objectSkip(o, ReasonOwnerReferences,
 			"declares metadata.ownerReferences: the garbage collector would delete it with (or for want of) its owner; remove them from git"), false
 	}
+	if why := s.self.identity(obj, ns); why != "" {
+		return objectSkip(o, ReasonOperatorIdentity, why), false
+	}
 	switch {
 	case gk == namespaceKind:
 		if ns != "" {

@@ -92,6 +92,14 @@ type Self struct {
 	// Objects are refused in Namespace; an empty Name refuses every object
 	// of the kind there.
 	Objects []SelfObject
+	// ServiceAccount is the operator's ServiceAccount in Namespace: git may
+	// not run a pod as it, bind anything to it, or declare its token Secret.
+	ServiceAccount string
+	// ClusterRoles and Roles name the operator's own roles: git may not bind
+	// them, and may not write a Role or RoleBinding of those names in any
+	// namespace (install puts the operator's Role in each one it owns).
+	ClusterRoles []string
+	Roles        []string
 }
 
 // SelfObject names one of the operator's own objects (or, with no Name,
@@ -118,6 +126,7 @@ func (s Self) protects(gk schema.GroupKind, ns, name string) bool {
 // owning the operator's namespace through "*".
 func (s Scope) WithSelf(self Self) Scope {
 	self.Objects = slices.Clone(self.Objects)
+	self.ClusterRoles, self.Roles = slices.Clone(self.ClusterRoles), slices.Clone(self.Roles)
 	s.self = self
 	return s
 }
