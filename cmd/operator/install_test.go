@@ -337,17 +337,22 @@ func TestInstallPrintAccepted(t *testing.T) {
 			rest = append(rest, o)
 		}
 	}
-	// The CRDs and the Namespace for real (the namespaced objects need it), the rest dry-run.
-	applied := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, append(crds, rest[0]))
+	// The CRDs and the Namespaces (the operator's and the owned ones, which hold its Roles)
+	// for real (the namespaced objects need them), the rest dry-run.
+	namespaces := 0
+	for namespaces < len(rest) && rest[namespaces].GetKind() == "Namespace" {
+		namespaces++
+	}
+	if namespaces != 3 {
+		t.Fatalf("%d Namespaces first, want the operator's and the owned apps, data", namespaces)
+	}
+	applied := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
 	for _, r := range applied {
 		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
 			t.Fatalf("%s: %s", r.Object, r.Message)
 		}
 	}
-	if rest[0].GetKind() != "Namespace" {
-		t.Fatalf("first object %s, want the Namespace", rest[0].GetKind())
-	}
-	for _, o := range rest[1:] {
+	for _, o := range rest[namespaces:] {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
 			t.Errorf("server-side dry-run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}

@@ -77,6 +77,12 @@ func TestPlanRefusesOperatorIdentity(t *testing.T) {
 			}
 			skip, ok := scope.Admit(source.Object{File: "f.yaml", Doc: 1, Obj: u}, scoping)
 			switch {
+			case scoping == ScopeCluster:
+				// the sweep never applies a ClusterRoleBinding (ClusterScoped); its
+				// identity check still names the operator's role
+				if ok || skip.Reason != ReasonClusterScoped || self.identity(u, "") == "" {
+					t.Errorf("ClusterRoleBinding admitted (%v) or refused as %s, identity %q", ok, skip.Reason, self.identity(u, ""))
+				}
 			case tc.refused && (ok || skip.Reason != ReasonOperatorIdentity):
 				t.Errorf("admitted (%v) or refused as %s: want %s", ok, skip.Reason, ReasonOperatorIdentity)
 			case !tc.refused && !ok:

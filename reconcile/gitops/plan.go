@@ -174,9 +174,6 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		return objectSkip(o, ReasonOwnerReferences,
 			"declares metadata.ownerReferences: the garbage collector would delete it with (or for want of) its owner; remove them from git"), false
 	}
-	if why := s.self.identity(obj, ns); why != "" {
-		return objectSkip(o, ReasonOperatorIdentity, why), false
-	}
 	switch {
 	case gk == namespaceKind:
 		if ns != "" {
@@ -207,6 +204,9 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 	case s.self.protects(gk, ns, name):
 		return objectSkip(o, ReasonOperatorObject,
 			"one of the operator's own objects (its Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap or Secrets): git may never write it"), false
+	}
+	if why := s.self.identity(obj, ns); why != "" {
+		return objectSkip(o, ReasonOperatorIdentity, why), false
 	}
 	if !s.vetted(ns, name) {
 		return objectSkip(o, ReasonNotInApplyScope,
