@@ -131,7 +131,14 @@ func (f *installFlags) complete() error {
 		f.o.OwnedNamespaces = owned
 	}
 	if !f.o.OwnsAll() && !f.fs.Lookup("watch-namespaces").Changed {
-		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","))
+		// the Lease keeps the name it had without the namespaces, so that the old and the
+		// new pods of an upgrade elect through the same one
+		var sel string
+		if f.o.Shards > 0 {
+			sel = "!" + reconcile.ShardLabel
+		}
+		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","),
+			"--leader-election-id="+reconcile.Shard{LabelSelector: sel}.LeaseID(install.OperatorName+"."+f.o.APIGroup))
 	}
 	f.o.Controllers = slices.Clone(installControllers)
 	if fl := f.fs.Lookup("controllers"); fl.Changed {

@@ -186,6 +186,7 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"leader-elect": boolString(o.LeaderElect), "log-level": o.LogLevel, "git-cache-dir": o.Git.CacheDir,
 		"controllers": strings.Join(o.Controllers, ","), "health-probe-bind-address": o.ProbeAddr, "metrics-bind-address": o.MetricsAddr,
 		"webhook-bind-address": o.WebhookAddr,
+		"watch-namespaces":     strings.Join(o.Shard.Namespaces, ","), "leader-election-id": o.LeaderID,
 	}
 	want := map[string]string{
 		"git-url": "https://git.example/universe.git", "git-username": "git", "git-branch": "main", "git-path": "crs",
@@ -194,6 +195,8 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"leader-elect": "false", "log-level": "debug", "git-cache-dir": "",
 		"controllers": "kinds,gitops,imageupdate,tenants", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
 		"webhook-bind-address": ":8082",
+		// the caches within the Roles of the owned namespaces; the Lease named as before
+		"watch-namespaces": "apps", "leader-election-id": "universe-operator.hanzo.ai",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operator run options from the installed args (-want +got):\n%s", diff)

@@ -454,7 +454,7 @@ func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	so.TokenSecret, so.WebhookSecret = SecretKey{}, SecretKey{} // no git in a shard
 	so.RunArgs = nil
 	for _, a := range o.RunArgs {
-		if strings.HasPrefix(a, "--log-level=") {
+		if strings.HasPrefix(a, "--log-level=") || strings.HasPrefix(a, "--watch-namespaces=") { // the shard's caches stay within its Roles too
 			so.RunArgs = append(so.RunArgs, a)
 		}
 	}
