@@ -126,7 +126,10 @@ func (f *installFlags) complete() error {
 	// The RBAC covers the namespaces the loops work in; every namespace only when asked
 	// (--gitops-namespaces=*, or none named). Named, the caches are kept to them too.
 	owned := append(gitops.SplitList(get("gitops-namespaces")), gitops.SplitList(get("watch-namespaces"))...)
-	f.o.OwnedNamespaces, f.o.GitServiceAccount = nil, get("gitops-service-account")
+	f.o.OwnedNamespaces, f.o.GitServiceAccount, f.o.TenantPullSource = nil, get("gitops-service-account"), get("tenant-pull-secret-source")
+	if f.o.TenantPullSource == "" {
+		f.o.TenantPullSource = f.o.Namespace + "/" + get("tenant-pull-secret")
+	}
 	if !slices.Contains(owned, gitops.All) {
 		f.o.OwnedNamespaces = owned
 	}

@@ -99,6 +99,10 @@ type InstallOptions struct {
 	// impersonate that ServiceAccount, and no other, in each owned namespace, and the git
 	// path's own grants are dropped (see Needs).
 	GitServiceAccount string
+	// TenantPullSource is the tenants loop's --tenant-pull-secret-source as
+	// namespace/name; empty means <Namespace>/<the default pull Secret>. In the operator's
+	// namespace the operator may get that one Secret there.
+	TenantPullSource string
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.

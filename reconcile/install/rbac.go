@@ -198,6 +198,13 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 	if o.GitServiceAccount != "" {
 		need([]string{LoopGitOps}, InOwned, "", []string{"serviceaccounts"}, []string{"impersonate"}, "--gitops-service-account: the git path applies as this ServiceAccount of each namespace", o.GitServiceAccount)
 	}
+	src := o.TenantPullSource
+	if src == "" {
+		src = o.Namespace + "/" + drive.DefaultTenantOptions().PullSecret
+	}
+	if ns, name, ok := strings.Cut(src, "/"); ok && ns == o.Namespace {
+		need([]string{LoopTenants}, InHome, "", []string{"secrets"}, []string{"get"}, "the tenants' pull Secret source, and no other Secret of the operator's namespace", name)
+	}
 	everyLoop := []string{LoopRun}
 	need(everyLoop, InOwned, "", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "events.k8s.io", []string{"events"}, verbsEvents, "Events on the objects of each loop")
