@@ -92,6 +92,9 @@ func TestPlanRefusesOperatorIdentity(t *testing.T) {
 			}
 		})
 	}
+	if !ReasonOperatorIdentity.OutOfScope() {
+		t.Error("OperatorIdentity is not counted out of scope")
+	}
 	// Without the identity (an older Self), the checks do not invent one.
 	bare := mustScope(t, []string{"op"}, nil).WithSelf(Self{Namespace: "op"})
 	u := &unstructured.Unstructured{}
