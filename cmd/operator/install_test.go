@@ -386,3 +386,33 @@ func TestInstallPrintAccepted(t *testing.T) {
 		t.Errorf("a pod allowing privilege escalation: %v, want PodSecurity's refusal", err)
 	}
 }
+
+// TestInstallSaysWhatTheRBACCovers: install says on stderr whether the operator's grants
+// cover every namespace (--gitops-namespaces=*, or none named: what was asked) or a Role
+// in each owned namespace; the manifests agree.
+func TestInstallSaysWhatTheRBACCovers(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		says  string
+		roles int // Roles named universe-operator.hanzo.ai
+	}{
+		{[]string{"--gitops-namespaces=*"}, "every namespace is owned", 0},
+		{nil, "every namespace is owned", 0},
+		{[]string{"--gitops-namespaces=apps,data", "--watch-namespaces=web", "--gitops-service-account=gitops"},
+			"a Role and RoleBinding universe-operator.hanzo.ai in each owned namespace (apps,data,web)", 3},
+	} {
+		out, stderr, code := execute(t, "", append([]string{"install", "--print"}, tc.args...)...)
+		if code != 0 || !strings.Contains(stderr, tc.says) {
+			t.Errorf("install %v: exit %d, stderr %q, want it to say %q", tc.args, code, stderr, tc.says)
+		}
+		roles := 0
+		for _, o := range objects(t, out) {
+			if o.GetKind() == "Role" && o.GetName() == "universe-operator.hanzo.ai" {
+				roles++
+			}
+		}
+		if roles != tc.roles {
+			t.Errorf("install %v: %d per-namespace Roles, want %d", tc.args, roles, tc.roles)
+		}
+	}
+}
