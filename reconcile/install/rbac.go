@@ -332,6 +332,11 @@ func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, cr
 			if err != nil {
 				return nil, nil, fmt.Errorf("resolve %s, a child of %s, to its resource: %w", gvk, ref, err)
 			}
+			if m.Scope != nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
+				// children are granted in the owned namespaces' Roles, where a cluster-scoped
+				// resource would be granted nothing: give it a row of its own first
+				return nil, nil, fmt.Errorf("%s, a child of %s, is cluster-scoped: the needs table has no row for it", gvk, ref)
+			}
 			children[gvk.Group] = append(children[gvk.Group], m.Resource.Resource)
 		}
 	}
