@@ -71,10 +71,10 @@ type peer struct {
 	creds []source.Credentials // re-read on 401, scrubbed from errors
 }
 
-func newPeer(base string, auth Auth) (*peer, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, fmt.Errorf("URL %q: want http(s)://host without credentials", base)
+func newPeer(base, name string, auth Auth) (*peer, error) {
+	c, err := newHTTPClient(base, name, auth)
+	if err != nil {
+		return nil, fmt.Errorf("URL: %w", err)
 	}
 	var creds []source.Credentials
 	for _, c := range []source.Credentials{auth.Bearer, auth.BasicUser, auth.BasicPassword} {
@@ -82,7 +82,7 @@ func newPeer(base string, auth Auth) (*peer, error) {
 			creds = append(creds, c)
 		}
 	}
-	return &peer{base: strings.TrimRight(base, "/"), http: newHTTPClient(auth), creds: creds}, nil
+	return &peer{base: strings.TrimRight(base, "/"), http: c, creds: creds}, nil
 }
 
 // call sends method path with body as JSON and decodes a 2xx answer into out. A 404
@@ -117,9 +117,6 @@ func (p *peer) call(ctx context.Context, method, path string, header http.Header
 	if err != nil {
 		for _, c := range p.creds {
 			err = c.Token().Scrub(err)
-			if errors.Is(err, ErrUnauthorized) {
-				_, _ = c.Reload() // perhaps rotated since last read
-			}
 		}
 		var se *StatusError
 		if errors.As(err, &se) && se.Code == http.StatusNotFound {
@@ -143,7 +140,7 @@ type Cloud struct{ p *peer }
 
 // NewCloud returns a cloud client.
 func NewCloud(baseURL string, token source.Credentials) (*Cloud, error) {
-	p, err := newPeer(baseURL, Auth{Bearer: token})
+	p, err := newPeer(baseURL, "the cloud API", Auth{Bearer: token})
 	if err != nil {
 		return nil, fmt.Errorf("cloud %w", err)
 	}
@@ -179,7 +176,7 @@ type Visor struct{ p *peer }
 
 // NewVisor returns a visor client.
 func NewVisor(baseURL string, clientID, clientSecret source.Credentials) (*Visor, error) {
-	p, err := newPeer(baseURL, Auth{BasicUser: clientID, BasicPassword: clientSecret})
+	p, err := newPeer(baseURL, "visor", Auth{BasicUser: clientID, BasicPassword: clientSecret})
 	if err != nil {
 		return nil, fmt.Errorf("visor %w", err)
 	}
