@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
@@ -223,6 +226,12 @@ func (v *Visor) Launch(ctx context.Context, provider, org, agent string) (*Machi
 // visor, as far as Mode and PlanAgent allow. It writes only the CR's status.
 type Agents struct {
 	Client client.Client
+	// Reader reads the AgentDeployment's Namespace with its managedFields (uncached: one
+	// read per reconcile); Client when nil.
+	Reader client.Reader
+	// Tenancy is the one tenancy rule: spec.org must be the Namespace's org, which is the org
+	// every call to the cloud and visor names (X-Org-Id, the bodies).
+	Tenancy kinds.Tenancy
 	// GVK of AgentDeployment in this universe's group.
 	GVK   schema.GroupVersionKind
 	Mode  AgentMode
@@ -285,6 +294,17 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		machine = ad.Status.MachineID // an earlier launch: never launch twice
 	}
 	o := agentObservation{machineID: machine, binding: BindingPending}
+	org, err := a.admit(ctx, ad)
+	if err != nil {
+		var te *kinds.TenancyError
+		if errors.As(err, &te) { // terminal: the spec or the Namespace's labels must change
+			o.binding, o.reason, o.message = BindingError, te.Reason, err.Error()
+			a.Log.Info("agent deployment refused by the tenancy rule; nothing sent", "agentDeployment", ad.Namespace+"/"+ad.Name, "reason", te.Reason)
+			return o
+		}
+		o.reason, o.message, o.transient, o.binding = "NamespaceUnreadable", err.Error(), true, BindingError
+		return o
+	}
 	o.plan = PlanAgent(a.Mode, a.Cloud != nil && a.Visor != nil, AgentTarget{MachineID: machine, Provider: ad.Spec.Provider})
 	log := a.Log.WithValues("agentDeployment", ad.Namespace+"/"+ad.Name, "plan", o.plan.Provision)
 	fail := func(reason string, err error) agentObservation {
@@ -299,7 +319,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		o.reason, o.message = "ReadOnly", o.plan.Reason
 		return o
 	}
-	agent, err := a.Cloud.GetAgent(ctx, ad.Spec.Org, ad.Spec.AgentName)
+	agent, err := a.Cloud.GetAgent(ctx, org, ad.Spec.AgentName)
 	if err != nil {
 		return fail("CloudError", err)
 	}
@@ -308,7 +328,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		if mode == "" {
 			mode = DefaultExecutionMode
 		}
-		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: ad.Spec.Org, ExecutionMode: mode,
+		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: org, ExecutionMode: mode,
 			Schedule: ad.Spec.Schedule, Replicas: ad.Spec.Replicas, BotVersion: ad.Spec.BotVersion})
 		if err != nil {
 			return fail("CloudError", err)
@@ -345,7 +365,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		}
 		return o
 	case ProvisionLaunchThenBind:
-		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, ad.Spec.Org, ad.Spec.AgentName)
+		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, org, ad.Spec.AgentName)
 		if err != nil {
 			return fail("LaunchFailed", err)
 		}
@@ -358,7 +378,9 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		}
 	}
 	if o.binding != BindingBound {
-		if _, err := a.Visor.BindAgent(ctx, o.machineID, agent); err != nil {
+		bind := *agent
+		bind.Org = org // the Namespace's, whatever the cloud answered
+		if _, err := a.Visor.BindAgent(ctx, o.machineID, &bind); err != nil {
 			return fail("BindFailed", err)
 		}
 		log.Info("agent bound to machine", "machine", o.machineID)
@@ -370,6 +392,23 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		o.transient = true
 	}
 	return o
+}
+
+// admit applies the tenancy rule: the AgentDeployment's spec.org must be its Namespace's
+// org (set by a trusted manager); the org returned is the Namespace's.
+func (a *Agents) admit(ctx context.Context, ad *v1.AgentDeployment) (string, error) {
+	r := a.Reader
+	if r == nil {
+		r = a.Client
+	}
+	var ns corev1.Namespace
+	if err := r.Get(ctx, types.NamespacedName{Name: ad.Namespace}, &ns); err != nil {
+		return "", fmt.Errorf("read Namespace %s for its org: %w", ad.Namespace, err)
+	}
+	if err := kinds.ValidOrg(ad.Spec.Org); err != nil {
+		return "", fmt.Errorf("spec.org: %w", err)
+	}
+	return a.Tenancy.AdmitOrg(ad, &ns, ad.Spec.Org)
 }
 
 // AgentPhase is Running only when the agent is ready and bound; Degraded on a binding
