@@ -3,8 +3,6 @@ package drive
 import (
 	"strings"
 	"testing"
-
-	"github.com/openuniverse/operator/source"
 )
 
 func TestParseMode(t *testing.T) {
@@ -149,9 +147,3 @@ func TestPlanAgent(t *testing.T) {
 		t.Errorf("empty mode = %q, want off", m)
 	}
 }
-
-// staticCreds is a fixed token, as a token file holds.
-type staticCreds string
-
-func (s staticCreds) Token() source.Token           { return source.NewToken(string(s)) }
-func (s staticCreds) Reload() (source.Token, error) { return s.Token(), nil }

@@ -109,7 +109,7 @@ func LabelSetBy(obj metav1.Object, key string, managers []string) bool {
 			continue
 		}
 		var set fieldpath.Set
-		if err := set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))); err != nil {
+		if err := set.FromJSON(strings.NewReader(mf.FieldsV1.GetRawString())); err != nil {
 			continue
 		}
 		if set.Has(path) {

@@ -21,7 +21,7 @@ func namespace(name, org string, managers map[string]string) *corev1.Namespace {
 	}
 	for m, fields := range managers {
 		ns.ManagedFields = append(ns.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}})
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)})
 	}
 	return ns
 }
