@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,12 @@ func TestDeployPlane(t *testing.T) {
 	const ns = "e2e-plane"
 	deleteNamespaceAfter(t, cl, ns)
 	ensureNamespace(t, cl.c, ns)
+	// the namespace is acme's tenant, as the platform's cloud API labels one (a trusted manager)
+	orgNS := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{"hanzo.ai/org": "acme"}}}}
+	if err := cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(orgNS), client.FieldOwner("cloud-api")); err != nil {
+		t.Fatal(err)
+	}
 	const secretValue = "s3cr3t-e2e-plane-value"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-creds", Namespace: ns}, StringData: map[string]string{"password": secretValue}}
 	if err := cl.c.Create(ctx, secret); err != nil {
@@ -105,7 +112,8 @@ func TestDeployPlane(t *testing.T) {
 	web := strings.Replace(string(files["apps/web.yaml"]), "  env:\n", "  env:\n    - name: DB_PASSWORD\n      valueFrom:\n        secretKeyRef: { name: web-creds, key: password }\n", 1)
 	files["apps/web.yaml"] = labelled(web, "web", "acme")
 	files["apps/worker.yaml"] = labelled(string(files["apps/worker.yaml"]), "worker", "globex")
-	sha, _ := repo.push(t, "the example universe, web in org acme, worker in globex", files)
+	// worker claims globex in acme's namespace: the plane shows it to no org
+	sha, _ := repo.push(t, "the example universe in org acme's namespace, worker labelled globex", files)
 
 	iss, err := testbed.NewOIDCIssuer(planeAudience)
 	if err != nil {
@@ -115,9 +123,9 @@ func TestDeployPlane(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--log-level", "debug",
 		"--deploy-plane-bind-address", addr, "--deploy-plane-oidc-issuer", iss.URL, "--deploy-plane-oidc-audience", planeAudience,
-		"--deploy-plane-keepalive", "400ms")
+		"--deploy-plane-keepalive", "400ms", "--deploy-plane-admin-org", "platform")
 	api := planeAPI{base: "http://" + addr + "/v1/deploy", bodies: &bytes.Buffer{}}
-	admin := iss.Token(map[string]any{"sub": "root", "email": "root@example.test", "aud": planeAudience, "groups": []string{"admin"}})
+	admin := iss.Token(map[string]any{"sub": "root", "email": "root@example.test", "aud": planeAudience, "org": "platform", "groups": []string{"admin"}})
 	member := iss.Token(map[string]any{"sub": "ann", "aud": planeAudience, "org": "acme", "groups": []string{"dev"}})
 	noteSecret(secretValue, admin, member)
 	op.reconcileNow(t)
@@ -288,8 +296,9 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	for _, p := range projects.Items {
 		names = append(names, p.Name)
 	}
-	if strings.Join(names, ",") != "acme,default,globex" {
-		t.Errorf("projects %v, want acme, default, globex", names)
+	// one project per namespace org; worker's own globex label makes no project
+	if strings.Join(names, ",") != "acme,default" {
+		t.Errorf("projects %v, want acme, default", names)
 	}
 	var settings plane.Settings
 	api.get(t, "/api/v1/settings", admin, &settings)
@@ -304,9 +313,19 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	if len(again.Items) != 1 || again.Items[0].Name != "web" {
 		t.Errorf("selector hanzo.ai/org=acme: %d items", len(again.Items))
 	}
+	// the project is the namespace's org; worker's own globex label moves it nowhere
 	api.get(t, "/api/v1/applications?projects=globex", admin, &again)
-	if len(again.Items) != 1 || again.Items[0].Name != "worker" {
-		t.Errorf("projects=globex: %d items", len(again.Items))
+	if len(again.Items) != 0 {
+		t.Errorf("projects=globex: %d items, want none (worker's label is not its namespace's org)", len(again.Items))
+	}
+	var worker plane.Application
+	api.get(t, "/api/v1/applications/worker?appNamespace="+ns, admin, &worker)
+	mismatch := false
+	for _, c := range worker.Status.Conditions {
+		mismatch = mismatch || (c.Type == "InvalidSpecError" && strings.Contains(c.Message, "OrgMismatch"))
+	}
+	if !mismatch {
+		t.Errorf("worker's conditions %+v, want an InvalidSpecError naming OrgMismatch", worker.Status.Conditions)
 	}
 	// fields: only the named paths
 	fb := api.get(t, "/api/v1/applications?fields=metadata.resourceVersion,items.metadata.name,items.status.health", admin, nil)
@@ -326,12 +345,13 @@ func planeTenancy(t *testing.T, api planeAPI, member, admin, ns string) {
 	q := "?appNamespace=" + ns
 	var list plane.ApplicationList
 	api.get(t, "/api/v1/applications", member, &list)
-	if len(list.Items) != 1 || list.Items[0].Name != "web" {
-		names := []string{}
-		for _, a := range list.Items {
-			names = append(names, a.Name)
-		}
-		t.Fatalf("member of acme sees %v, want only web", names)
+	names := []string{}
+	for _, a := range list.Items {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "api,edge,sql,web" {
+		t.Fatalf("member of acme sees %v, want acme's namespace but worker (labelled globex)", names)
 	}
 	for _, path := range []string{"/api/v1/applications/worker" + q, "/api/v1/applications/worker/resource-tree" + q,
 		"/api/v1/applications/worker/managed-resources" + q, "/api/v1/applications/nonexistent" + q, "/api/v1/projects/globex"} {
@@ -643,8 +663,8 @@ wait:
 			}
 			var w watch
 			strictDecode(t, "member stream event", ev.data, &w)
-			if w.Result.Application.Labels["hanzo.ai/org"] != "acme" {
-				t.Errorf("member stream carried %s", w.Result.Application.Name)
+			if w.Result.Application.Name == "worker" || w.Result.Application.Namespace != ns {
+				t.Errorf("member stream carried %s/%s", w.Result.Application.Namespace, w.Result.Application.Name)
 			}
 		default:
 			return

@@ -54,15 +54,15 @@ func TestDeployPlaneUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(iss.Close)
-	iss.Login = map[string]any{"sub": "admin", "email": "admin@example.test", "groups": []string{"admin"}}
+	iss.Login = map[string]any{"sub": "admin", "email": "admin@example.test", "org": "platform", "groups": []string{"admin"}}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns,
 		"--deploy-plane-bind-address", addr, "--deploy-plane-oidc-issuer", iss.URL, "--deploy-plane-oidc-audience", planeAudience,
-		"--deploy-plane-public-url", "http://"+addr, "--deploy-plane-oidc-client-id", planeAudience)
+		"--deploy-plane-public-url", "http://"+addr, "--deploy-plane-oidc-client-id", planeAudience, "--deploy-plane-admin-org", "platform")
 	op.reconcileNow(t)
 	op.sweptAt(t, sha, time.Now().Add(-time.Minute))
 	api := planeAPI{base: "http://" + addr + "/v1/deploy", bodies: &bytes.Buffer{}}
-	token := iss.Token(map[string]any{"sub": "admin", "aud": planeAudience, "groups": []string{"admin"}})
+	token := iss.Token(map[string]any{"sub": "admin", "aud": planeAudience, "org": "platform", "groups": []string{"admin"}})
 	waitFor(t, "the demo universe Synced, Healthy but the Ingress (no load balancer here)", 2*time.Minute, func() (bool, string) {
 		var l plane.ApplicationList
 		api.get(t, "/api/v1/applications?appNamespace="+ns, token, &l)

@@ -45,6 +45,9 @@ type planeDeps struct {
 	RepoURL, Branch         string
 	// GitWriter commits the rollback of a CR from git (nil: none, the rollback answers 501).
 	GitWriter plane.GitWriter
+	// Tenancy is the one tenancy rule (--tenant-org-managers): an application's org is its
+	// namespace's. The zero value trusts kinds.DefaultOrgManagers, run's default.
+	Tenancy kinds.Tenancy
 }
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
@@ -86,7 +89,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeD
 	}
 	srv, err := plane.New(plane.Config{
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
-		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace,
+		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
 		Git: gitState, GitManager: reconcile.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
 		Differ:        crDiffer{d: &reconcile.Differ{Client: direct, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
 		Actions:       &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
@@ -217,6 +220,7 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 type deployPlaneOptions struct {
 	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
 	RepoURL                                                string
+	Tenancy                                                kinds.Tenancy
 	Plane                                                  plane.Options
 }
 
@@ -229,7 +233,8 @@ func newDeployPlaneCommand() *cobra.Command {
 		Short: "Serve the /v1/deploy plane (Argo CD API dialect) alone, from its own caches",
 		Long: "Serve the fleet as a CD dashboard sees it: applications (one per universe CR), their\n" +
 			"resource trees, health, sync, live diff and history, streams, and the admin-only sync,\n" +
-			"rollback and reconcile. Identity comes only from tokens of --deploy-plane-oidc-issuer;\n" +
+			"rollback and reconcile (admins: tokens of --deploy-plane-admin-org). Identity comes only\n" +
+			"from tokens of --deploy-plane-oidc-issuer; an application's org is its namespace's;\n" +
 			"without an issuer the command refuses to start. A sync of a CR from git asks the\n" +
 			"leader's sweep through the webhook relay ConfigMap.",
 		Args: cobra.NoArgs,
@@ -242,6 +247,8 @@ func newDeployPlaneCommand() *cobra.Command {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
 	fs.StringVar(&o.RepoURL, "git-url", "", "URL of the universe repository, shown as the source of CRs that came from git.")
+	fs.StringSliceVar(&o.Tenancy.Managers, "tenant-org-managers", kinds.DefaultOrgManagers,
+		"Field managers whose write of a Namespace's "+kinds.OrgLabel+" label makes it that org's tenant: an application's org is its namespace's, and a CR whose own "+kinds.OrgLabel+" label differs is shown to no org.")
 	o.Plane.BindFlags(fs, ":8090")
 	return cmd
 }
@@ -272,7 +279,7 @@ func runDeployPlane(o *deployPlaneOptions) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.RepoURL}
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.RepoURL, Tenancy: o.Tenancy}
 	if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 		return err
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // AuthOptions configures who may use the plane. Identity comes only from an OIDC token the
@@ -23,16 +27,19 @@ type AuthOptions struct {
 	// OrgClaim names the claim holding the caller's organisation (a string).
 	OrgClaim string
 	// AdminClaim and AdminValues are the admin predicate: a token whose AdminClaim (a string
-	// or a list of strings) holds one of AdminValues is an admin.
+	// or a list of strings) holds one of AdminValues is an admin, when the token is also of
+	// AdminOrg.
 	AdminClaim  string
 	AdminValues []string
-	// OrgLabel is the label an application carries to belong to an org.
-	OrgLabel string
+	// AdminOrg is the reserved org of the platform's super-admins: only a token whose OrgClaim
+	// is AdminOrg can be an admin, so a tenant's issuer-side group called "admin" grants
+	// nothing. Empty: nobody is an admin (the plane is read-only).
+	AdminOrg string
 }
 
 // DefaultAuthOptions are the claim and label names of the existing platform.
 func DefaultAuthOptions() AuthOptions {
-	return AuthOptions{OrgClaim: "org", AdminClaim: "groups", AdminValues: []string{"admin"}, OrgLabel: "hanzo.ai/org"}
+	return AuthOptions{OrgClaim: "org", AdminClaim: "groups", AdminValues: []string{"admin"}}
 }
 
 // Validate reports a configuration the plane cannot run with; it names the flag.
@@ -46,8 +53,10 @@ func (o AuthOptions) Validate() error {
 		return errors.New("--deploy-plane-org-claim must not be empty")
 	case o.AdminClaim == "" || len(o.AdminValues) == 0:
 		return errors.New("--deploy-plane-admin-claim and --deploy-plane-admin-values must not be empty")
-	case o.OrgLabel == "":
-		return errors.New("--deploy-plane-org-label must not be empty")
+	case o.AdminOrg != "":
+		if err := kinds.ValidOrg(o.AdminOrg); err != nil {
+			return fmt.Errorf("--deploy-plane-admin-org: %w", err)
+		}
 	}
 	return nil
 }
@@ -58,11 +67,15 @@ type Identity struct {
 	// Name is the best human name the token carries (email, preferred_username, subject).
 	Name string
 	// Org is the caller's organisation from OrgClaim; empty when the token has none.
-	Org   string
+	Org string
+	// Admin is the SuperAdmin: the admin predicate on a token of AuthOptions.AdminOrg.
 	Admin bool
+	// Expiry is when the token stops being valid; a stream it opened ends then.
+	Expiry time.Time
 }
 
-// IdentityFromClaims applies the admin predicate and reads the org. It is pure.
+// IdentityFromClaims reads the org and applies the admin predicate, which holds only for a
+// token of the reserved admin org. It is pure.
 func IdentityFromClaims(claims map[string]any, o AuthOptions) Identity {
 	id := Identity{}
 	id.Subject, _ = claims["sub"].(string)
@@ -75,6 +88,9 @@ func IdentityFromClaims(claims map[string]any, o AuthOptions) Identity {
 	}
 	if s, ok := claims[o.OrgClaim].(string); ok {
 		id.Org = strings.TrimSpace(s)
+	}
+	if o.AdminOrg == "" || id.Org != o.AdminOrg {
+		return id
 	}
 	for _, v := range claimStrings(claims[o.AdminClaim]) {
 		if slices.Contains(o.AdminValues, v) {
@@ -152,24 +168,78 @@ func (a *Authenticator) Verify(ctx context.Context, raw string) (Identity, error
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("read token claims: %w", err)
 	}
-	return IdentityFromClaims(claims, a.opts), nil
+	id := IdentityFromClaims(claims, a.opts)
+	id.Expiry = tok.Expiry
+	return id, nil
 }
 
 // SessionCookie is the cookie the sign-in flow stores the ID token in.
 const SessionCookie = "deploy.token"
 
-// tokenOf returns the bearer token of r: the Authorization header, else the session cookie.
-// Never a query parameter: tokens do not belong in URLs.
-func tokenOf(r *http.Request) string {
+// tokenOf returns the bearer token of r: the Authorization header, else the session cookie
+// (fromCookie). Never a query parameter: tokens do not belong in URLs.
+func tokenOf(r *http.Request) (raw string, fromCookie bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(tok)
+			return strings.TrimSpace(tok), false
 		}
-		return ""
+		return "", false
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		return c.Value
+		return c.Value, true
 	}
-	return ""
+	return "", false
+}
+
+// errCrossSite is the refusal of a state-changing request a cookie session did not make itself.
+var errCrossSite = errors.New("permission denied: a request authenticated by the session cookie that changes state must be " +
+	"application/json from the plane's own origin (Origin or Sec-Fetch-Site: same-origin); use a bearer token otherwise")
+
+// CookieRequestAllowed is the CSRF defence of cookie sessions. The session cookie is
+// SameSite=Strict, but a sibling subdomain is the same site, so the cookie rides along on its
+// forms: a state-changing request (anything but GET, HEAD, OPTIONS) authenticated by the
+// cookie must carry Content-Type application/json (no HTML form can send it without a CORS
+// preflight, which the plane never grants) and come from the plane's own origin: an Origin
+// equal to origin (scheme://host of --deploy-plane-public-url; empty: any scheme with the
+// request's host), or, without Origin, Sec-Fetch-Site: same-origin. A request with neither
+// is refused. Bearer-token requests never reach this check. It is pure.
+func CookieRequestAllowed(method string, h http.Header, host, origin string) error {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errCrossSite
+	}
+	sfs := h.Get("Sec-Fetch-Site")
+	if sfs != "" && sfs != "same-origin" {
+		return errCrossSite
+	}
+	o := h.Get("Origin")
+	switch {
+	case o == "" && sfs == "":
+		return errCrossSite
+	case o == "":
+		return nil
+	case origin != "":
+		if !strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return errCrossSite
+		}
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || !strings.EqualFold(u.Host, host) {
+		return errCrossSite
+	}
+	return nil
+}
+
+// originOf is scheme://host of a public URL ("" when it has none).
+func originOf(public string) string {
+	u, err := url.Parse(public)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
 }

@@ -23,6 +23,9 @@ import (
 
 const audience = "deploy-dashboard"
 
+// adminOrg is the reserved org of the plane's super-admins in these tests.
+const adminOrg = "platform"
+
 func newIssuer(t *testing.T) *testbed.OIDCIssuer {
 	t.Helper()
 	iss, err := testbed.NewOIDCIssuer(audience)
@@ -35,7 +38,7 @@ func newIssuer(t *testing.T) *testbed.OIDCIssuer {
 
 func authOptions(iss *testbed.OIDCIssuer) plane.AuthOptions {
 	o := plane.DefaultAuthOptions()
-	o.Issuer, o.Audience = iss.URL, audience
+	o.Issuer, o.Audience, o.AdminOrg = iss.URL, audience, adminOrg
 	return o
 }
 
@@ -62,10 +65,19 @@ func (unreadable) List(context.Context, client.ObjectList, ...client.ListOption)
 
 // offlineServer is a plane whose routes fail at any read: enough for authentication.
 func offlineServer(t *testing.T, a *plane.Authenticator) *plane.Server {
+	return offlineServerWith(t, a, nil)
+}
+
+// offlineServerWith is offlineServer with its config changed by edit first.
+func offlineServerWith(t *testing.T, a *plane.Authenticator, edit func(*plane.Config)) *plane.Server {
 	t.Helper()
-	s, err := plane.New(plane.Config{Options: plane.DefaultOptions(), Auth: a, Reader: unreadable{}, Scheme: runtime.NewScheme(),
+	c := plane.Config{Options: plane.DefaultOptions(), Auth: a, Reader: unreadable{}, Scheme: runtime.NewScheme(),
 		Registry: kinds.Builtin(), APIGroup: "hanzo.ai", Served: func(schema.GroupVersionKind) bool { return false },
-		Version: plane.VersionMessage{Version: "test"}, Metrics: prometheus.NewRegistry(), Log: logr.Discard()})
+		Version: plane.VersionMessage{Version: "test"}, Metrics: prometheus.NewRegistry(), Log: logr.Discard()}
+	if edit != nil {
+		edit(&c)
+	}
+	s, err := plane.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +180,13 @@ func TestTokensThatMustNotAuthenticate(t *testing.T) {
 func TestCanIFromTheOnePredicate(t *testing.T) {
 	iss := newIssuer(t)
 	h := offlineServer(t, newAuth(t, iss)).Handler()
-	admin := iss.Token(map[string]any{"sub": "root", "aud": audience, "groups": "admin"})
+	admin := iss.Token(map[string]any{"sub": "root", "aud": audience, "org": adminOrg, "groups": "admin"})
 	member := iss.Token(map[string]any{"sub": "ann", "aud": audience, "org": "acme", "groups": []string{"dev"}})
 	noOrg := iss.Token(map[string]any{"sub": "nobody", "aud": audience})
+	// attack: a tenant whose issuer-side group is called "admin" (many IdPs let an org's own
+	// owner name its groups) is no SuperAdmin: only a token of the reserved admin org is
+	tenantAdmin := iss.Token(map[string]any{"sub": "eve", "aud": audience, "org": "acme", "groups": []string{"admin"}})
+	groupOnly := iss.Token(map[string]any{"sub": "mallory", "aud": audience, "groups": []string{"admin"}})
 	cases := []struct {
 		token, path, want string
 		code              int
@@ -188,6 +204,10 @@ func TestCanIFromTheOnePredicate(t *testing.T) {
 		{member, "clusters/get/*", "yes", 200},
 		{member, "exec/create/acme/web", "no", 200},
 		{noOrg, "applications/get/default/web", "no", 200},
+		{tenantAdmin, "applications/sync/acme/web", "no", 200},
+		{tenantAdmin, "applications/get/globex/web", "no", 200},
+		{groupOnly, "applications/sync/acme/web", "no", 200},
+		{groupOnly, "applications/get/acme/web", "no", 200},
 		{admin, "applications/fly/x", "", 400},
 		{member, "rockets/get/x", "", 400},
 	}
@@ -208,19 +228,28 @@ func TestCanIFromTheOnePredicate(t *testing.T) {
 
 func TestIdentityFromClaims(t *testing.T) {
 	o := plane.DefaultAuthOptions()
+	o.AdminOrg = "platform"
 	cases := []struct {
 		claims map[string]any
 		want   plane.Identity
 	}{
-		{map[string]any{"sub": "a", "groups": []any{"dev", "admin"}}, plane.Identity{Subject: "a", Name: "a", Admin: true}},
-		{map[string]any{"sub": "a", "groups": "admin", "email": "a@x"}, plane.Identity{Subject: "a", Name: "a@x", Admin: true}},
+		{map[string]any{"sub": "a", "org": "platform", "groups": []any{"dev", "admin"}}, plane.Identity{Subject: "a", Name: "a", Org: "platform", Admin: true}},
+		{map[string]any{"sub": "a", "org": "platform", "groups": "admin", "email": "a@x"}, plane.Identity{Subject: "a", Name: "a@x", Org: "platform", Admin: true}},
+		// the admin group without the admin org is no admin: not bare, not of a tenant org
+		{map[string]any{"sub": "a", "groups": []any{"dev", "admin"}}, plane.Identity{Subject: "a", Name: "a"}},
+		{map[string]any{"sub": "e", "org": "acme", "groups": []any{"admin"}}, plane.Identity{Subject: "e", Name: "e", Org: "acme"}},
+		{map[string]any{"sub": "p", "org": "platform", "groups": []any{"dev"}}, plane.Identity{Subject: "p", Name: "p", Org: "platform"}},
 		{map[string]any{"sub": "b", "org": " acme ", "groups": []any{"administrators"}}, plane.Identity{Subject: "b", Name: "b", Org: "acme"}},
 		{map[string]any{"sub": "c", "org": 7}, plane.Identity{Subject: "c", Name: "c"}},
-		{map[string]any{"sub": "d", "preferred_username": "dee", "groups": []any{1, "admin"}}, plane.Identity{Subject: "d", Name: "dee", Admin: true}},
+		{map[string]any{"sub": "d", "org": "platform", "preferred_username": "dee", "groups": []any{1, "admin"}}, plane.Identity{Subject: "d", Name: "dee", Org: "platform", Admin: true}},
 	}
 	for _, c := range cases {
 		if got := plane.IdentityFromClaims(c.claims, o); got != c.want {
 			t.Errorf("%v: got %+v, want %+v", c.claims, got, c.want)
 		}
+	}
+	o.AdminOrg = "" // no admin org: nobody is an admin
+	if id := plane.IdentityFromClaims(map[string]any{"sub": "a", "org": "", "groups": []any{"admin"}}, o); id.Admin {
+		t.Errorf("no admin org configured, yet %+v is an admin", id)
 	}
 }

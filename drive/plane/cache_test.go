@@ -91,7 +91,7 @@ func installCRDs(t *testing.T, c client.Client) {
 
 // planeOn starts a manager over cfg with the plane added, as operator run does, and returns
 // the plane, an httptest server for it and the manager's client.
-func planeOn(t *testing.T, cfg *rest.Config, auth *Authenticator, reg *prometheus.Registry) (*Server, *httptest.Server) {
+func planeOn(t *testing.T, cfg *rest.Config, auth *Authenticator, reg *prometheus.Registry, edit ...func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -107,12 +107,16 @@ func planeOn(t *testing.T, cfg *rest.Config, auth *Authenticator, reg *prometheu
 	mapper := mgr.GetRESTMapper()
 	opts := DefaultOptions()
 	opts.Keepalive = 150 * time.Millisecond
-	s, err := New(Config{Options: opts, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: scheme,
+	c := Config{Options: opts, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: scheme,
 		Registry: kinds.Builtin(), APIGroup: "hanzo.ai", Namespace: "universe-system",
 		Served: func(gvk schema.GroupVersionKind) bool {
 			_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			return err == nil
-		}, Metrics: reg, Log: logr.Discard()})
+		}, Metrics: reg, Log: logr.Discard()}
+	for _, e := range edit {
+		e(&c)
+	}
+	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +167,7 @@ func TestReadsComeFromTheCache(t *testing.T) {
 	}
 	defer iss.Close()
 	ao := DefaultAuthOptions()
-	ao.Issuer, ao.Audience = iss.URL, "aud"
+	ao.Issuer, ao.Audience, ao.AdminOrg = iss.URL, "aud", "platform"
 	auth, err := NewAuthenticator(context.Background(), ao, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +177,7 @@ func TestReadsComeFromTheCache(t *testing.T) {
 	cfg.WrapTransport = reqs.wrap
 	reg := prometheus.NewRegistry()
 	s, srv := planeOn(t, cfg, auth, reg)
-	token := iss.Token(map[string]any{"sub": "root", "aud": "aud", "groups": []string{"admin"}})
+	token := iss.Token(map[string]any{"sub": "root", "aud": "aud", "org": "platform", "groups": []string{"admin"}})
 
 	ctx := context.Background()
 	const ns = "plane-cache"

@@ -13,6 +13,7 @@ type planeMetrics struct {
 	duration *prometheus.HistogramVec
 	streams  prometheus.Gauge
 	dropped  prometheus.Counter
+	limited  *prometheus.CounterVec
 }
 
 func newPlaneMetrics(reg prometheus.Registerer) *planeMetrics {
@@ -34,9 +35,13 @@ func newPlaneMetrics(reg prometheus.Registerer) *planeMetrics {
 			Name: "universe_deploy_plane_stream_clients_dropped_total",
 			Help: "Stream clients disconnected because they fell further behind than their buffer.",
 		}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "universe_deploy_plane_limited_total",
+			Help: "Requests answered 429 by a plane limit: stream (per identity or total), diff (live diffs per identity).",
+		}, []string{"limit"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams, m.dropped} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.streams, m.dropped, m.limited} {
 			if err := reg.Register(c); err != nil {
 				if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
 					switch c {
@@ -48,6 +53,8 @@ func newPlaneMetrics(reg prometheus.Registerer) *planeMetrics {
 						m.streams = are.ExistingCollector.(prometheus.Gauge)
 					case m.dropped:
 						m.dropped = are.ExistingCollector.(prometheus.Counter)
+					case m.limited:
+						m.limited = are.ExistingCollector.(*prometheus.CounterVec)
 					}
 				}
 			}

@@ -22,12 +22,13 @@ const (
 )
 
 // CanSeeApp is the one predicate over applications: an admin sees every application; an org
-// member sees exactly those labelled with its org. It is pure.
-func CanSeeApp(id Identity, labels map[string]string, orgLabel string) bool {
+// member sees exactly those of its org, an application's org being its namespace's by
+// kinds.Tenancy (Observed.Org: never the CR's own label alone). It is pure.
+func CanSeeApp(id Identity, org string) bool {
 	if id.Admin {
 		return true
 	}
-	return id.Org != "" && labels[orgLabel] == id.Org
+	return id.Org != "" && org == id.Org
 }
 
 // CanMutate reports whether id may sync, roll back or reconcile: admins only.

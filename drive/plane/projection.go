@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // The annotations the plane writes on a CR and reads back: the sync request (a changed
@@ -55,11 +57,15 @@ type Observed struct {
 	Descendants []*unstructured.Unstructured
 	// Git is set when the CR came from the git sweep.
 	Git *GitRecord
+	// Org is the application's org: its namespace's, by kinds.Tenancy ("" for none). A CR the
+	// rule refuses (its own org label differs from its namespace's) has no org, so no member
+	// sees it, and Tenancy says why (admins see it as an InvalidSpecError condition).
+	Org     string
+	Tenancy *kinds.TenancyError
 }
 
 // ProjectOptions are the fixed facts every projection shares.
 type ProjectOptions struct {
-	OrgLabel            string
 	ControllerNamespace string
 }
 
@@ -76,9 +82,9 @@ func keyOf(u *unstructured.Unstructured) string {
 // IsSecret reports whether gvk is a core Secret, which the plane never surfaces.
 func IsSecret(gvk schema.GroupVersionKind) bool { return gvk.Group == "" && gvk.Kind == "Secret" }
 
-// ProjectOf is the project an application belongs to: its org, else DefaultProject.
-func ProjectOf(labels map[string]string, orgLabel string) string {
-	if org := labels[orgLabel]; org != "" {
+// ProjectOf is the project of an application of org: the org, else DefaultProject.
+func ProjectOf(org string) string {
+	if org != "" {
 		return org
 	}
 	return DefaultProject
@@ -110,7 +116,7 @@ func Project(o Observed, opts ProjectOptions) Application {
 		policy.Automated.Prune = false // the sweep never deletes a CR
 	}
 	dest := ApplicationDestination{Server: InClusterServer, Namespace: cr.GetNamespace(), Name: "in-cluster"}
-	app.Spec = ApplicationSpec{Source: src, Destination: dest, Project: ProjectOf(cr.GetLabels(), opts.OrgLabel), SyncPolicy: policy,
+	app.Spec = ApplicationSpec{Source: src, Destination: dest, Project: ProjectOf(o.Org), SyncPolicy: policy,
 		Info: []Info{{Name: "Resource", Value: gvk.GroupVersion().String() + " " + gvk.Kind}}}
 	if img := crImage(cr); img != "" {
 		app.Spec.Info = append(app.Spec.Info, Info{Name: "Image", Value: img})
@@ -196,6 +202,10 @@ func Project(o Observed, opts ProjectOptions) Application {
 	}
 	if o.BuildErr != "" {
 		st.Conditions = append(st.Conditions, ApplicationCondition{Type: "ComparisonError", Message: o.BuildErr})
+	}
+	if o.Tenancy != nil {
+		st.Conditions = append(st.Conditions, ApplicationCondition{Type: "InvalidSpecError",
+			Message: "shown to no org: " + o.Tenancy.Error()})
 	}
 	switch r := readyReason(conds); r {
 	case "ApplyFailed", "Forbidden", "Rejected":

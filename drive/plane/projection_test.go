@@ -25,8 +25,8 @@ func TestProjectHealthSyncHistory(t *testing.T) {
 	svc := child(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: demo, uid: u-svc, resourceVersion: "101"}, spec: {type: ClusterIP}}`)
 	stale := child(t, `{apiVersion: autoscaling/v2, kind: HorizontalPodAutoscaler, metadata: {name: web, namespace: demo, uid: u-hpa}}`)
 	desired := []*unstructured.Unstructured{dep, svc}
-	o := Observed{Name: "web", CR: obj(t, webCR), Desired: desired, Children: []*unstructured.Unstructured{dep, svc}}
-	opts := ProjectOptions{OrgLabel: "hanzo.ai/org", ControllerNamespace: "universe-system"}
+	o := Observed{Name: "web", CR: obj(t, webCR), Desired: desired, Children: []*unstructured.Unstructured{dep, svc}, Org: "acme"}
+	opts := ProjectOptions{ControllerNamespace: "universe-system"}
 
 	app := Project(o, opts)
 	if app.Status.Health.Status != HealthHealthy || app.Status.Sync.Status != SyncSynced || app.Spec.Project != "acme" {

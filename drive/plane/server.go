@@ -85,6 +85,8 @@ type Config struct {
 	Served func(schema.GroupVersionKind) bool
 	// Namespace is the operator's namespace.
 	Namespace string
+	// Tenancy is the one tenancy rule: an application's org is its namespace's.
+	Tenancy kinds.Tenancy
 
 	Git                         GitState
 	GitManager, RepoURL, Branch string
@@ -107,6 +109,8 @@ type Server struct {
 	store   *store
 	hub     *hub
 	login   *login
+	limits  *limits
+	origin  string
 	metrics *planeMetrics
 	mux     *http.ServeMux
 }
@@ -125,13 +129,30 @@ func New(c Config) (*Server, error) {
 	if c.Options.Keepalive <= 0 || c.Options.Keepalive > 15*time.Second {
 		c.Options.Keepalive = 15 * time.Second
 	}
+	d := DefaultOptions()
 	if c.Options.StreamBuffer <= 0 {
-		c.Options.StreamBuffer = 256
+		c.Options.StreamBuffer = d.StreamBuffer
+	}
+	if c.Options.MaxStreamsPerIdentity <= 0 {
+		c.Options.MaxStreamsPerIdentity = d.MaxStreamsPerIdentity
+	}
+	if c.Options.MaxStreams <= 0 {
+		c.Options.MaxStreams = d.MaxStreams
+	}
+	if c.Options.DiffRate < 0 || c.Options.DiffBurst < 0 {
+		return nil, errors.New("deploy plane: --deploy-plane-diff-rate and --deploy-plane-diff-burst must not be negative")
+	}
+	for t, def := range map[*time.Duration]time.Duration{&c.Options.ReadTimeout: d.ReadTimeout, &c.Options.WriteTimeout: d.WriteTimeout,
+		&c.Options.IdleTimeout: d.IdleTimeout} {
+		if *t <= 0 { // never a server without timeouts
+			*t = def
+		}
 	}
 	st := newStore(c.Reader, c.Scheme, c.Registry, c.APIGroup, c.Served)
 	st.git, st.gitManager, st.repoURL, st.branch = c.Git, c.GitManager, c.RepoURL, c.Branch
-	st.opts = ProjectOptions{OrgLabel: c.Auth.Options().OrgLabel, ControllerNamespace: c.Namespace}
-	s := &Server{c: c, store: st, mux: http.NewServeMux()}
+	st.opts = ProjectOptions{ControllerNamespace: c.Namespace}
+	st.tenancy = c.Tenancy
+	s := &Server{c: c, store: st, mux: http.NewServeMux(), limits: newLimits(c.Options, c.Now), origin: originOf(c.Options.PublicURL)}
 	s.hub = newHub(st, c.Log.WithName("stream"))
 	s.metrics = newPlaneMetrics(c.Metrics)
 	var err error
@@ -193,7 +214,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("deploy plane: listen %s: %w", s.c.Options.BindAddress, err)
 	}
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.HTTPServer()
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -207,6 +228,15 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// HTTPServer is the server Start listens with: read, write and idle timeouts (the streams
+// lift the read deadline and renew the write deadline per frame through
+// http.ResponseController), bounded headers.
+func (s *Server) HTTPServer() *http.Server {
+	o := s.c.Options
+	return &http.Server{Handler: s.mux, ReadHeaderTimeout: min(10*time.Second, o.ReadTimeout), ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: 1 << 20}
+}
+
 // NeedLeaderElection is false: every replica serves reads from its own caches.
 func (s *Server) NeedLeaderElection() bool { return false }
 
@@ -218,6 +248,7 @@ const (
 	codeInvalidArgument    = 3
 	codeNotFound           = 5
 	codePermissionDenied   = 7
+	codeResourceExhausted  = 8
 	codeFailedPrecondition = 9
 	codeInternal           = 13
 	codeUnimplemented      = 12
@@ -227,6 +258,7 @@ const (
 
 var httpOf = map[int]int{
 	codeInvalidArgument: http.StatusBadRequest, codeNotFound: http.StatusNotFound, codePermissionDenied: http.StatusForbidden,
+	codeResourceExhausted:  http.StatusTooManyRequests,
 	codeFailedPrecondition: http.StatusBadRequest, codeInternal: http.StatusInternalServerError, codeUnimplemented: http.StatusNotImplemented,
 	codeUnavailable: http.StatusServiceUnavailable, codeUnauthenticated: http.StatusUnauthorized,
 }
@@ -247,10 +279,11 @@ func identityOf(r *http.Request) Identity {
 	return id
 }
 
-// guard authenticates every API request: a verified token or 401, nothing else.
+// guard authenticates every API request: a verified token or 401, nothing else; a
+// state-changing request of a cookie session must pass CookieRequestAllowed, or 403.
 func (s *Server) guard(h http.HandlerFunc) http.Handler {
 	return s.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw := tokenOf(r)
+		raw, fromCookie := tokenOf(r)
 		if raw == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="deploy"`)
 			writeError(w, codeUnauthenticated, errUnauthenticated.Error())
@@ -262,6 +295,14 @@ func (s *Server) guard(h http.HandlerFunc) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="deploy", error="invalid_token"`)
 			writeError(w, codeUnauthenticated, errUnauthenticated.Error())
 			return
+		}
+		if fromCookie {
+			if err := CookieRequestAllowed(r.Method, r.Header, r.Host, s.origin); err != nil {
+				s.c.Log.Info("Refused a cross-site request of a cookie session", "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+					"secFetchSite", r.Header.Get("Sec-Fetch-Site"), "contentType", r.Header.Get("Content-Type"))
+				writeError(w, codePermissionDenied, err.Error())
+				return
+			}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	}))
@@ -314,6 +355,19 @@ func readAppQuery(r *http.Request) appQuery {
 
 // visible lists the applications id may see that match q, projected.
 func (s *Server) visible(ctx context.Context, id Identity, q appQuery) ([]Application, error) {
+	evs, err := s.visibleEvents(ctx, id, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Application, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ev.App)
+	}
+	return out, nil
+}
+
+// visibleEvents is visible as ADDED events, each with its application's org.
+func (s *Server) visibleEvents(ctx context.Context, id Identity, q appQuery) ([]hubEvent, error) {
 	sel, err := parseSelector(q.selector)
 	if err != nil {
 		return nil, err
@@ -322,14 +376,14 @@ func (s *Server) visible(ctx context.Context, id Identity, q appQuery) ([]Applic
 	if err != nil {
 		return nil, err
 	}
-	out := []Application{}
+	out := []hubEvent{}
 	for _, o := range all {
-		if !CanSeeApp(id, o.CR.GetLabels(), s.store.opts.OrgLabel) {
+		if !CanSeeApp(id, o.Org) {
 			continue
 		}
 		app := Project(o, s.store.opts)
 		if matchApp(app, q, sel) {
-			out = append(out, app)
+			out = append(out, hubEvent{Type: EventAdded, App: app, Org: o.Org})
 		}
 	}
 	return out, nil
@@ -377,17 +431,20 @@ func writeReadError(w http.ResponseWriter, err error) {
 	}
 }
 
-// app returns the application named in the path that id may see. A member asking for an
-// application of another org, or one that does not exist, gets the same 403: existence is
-// not disclosed outside the caller's org.
+// app returns the application named in the path that id may see. Visibility comes first: an
+// application the caller cannot see is not counted at all, so a member asking for one of
+// another org, or one that does not exist, gets the same 403 and nothing else (not the
+// "several applications" error a name shared with another org would give): existence is not
+// disclosed outside the caller's org.
 func (s *Server) app(w http.ResponseWriter, r *http.Request, descendants bool) (*Observed, Identity, bool) {
 	id := identityOf(r)
-	o, err := s.store.find(r.Context(), r.URL.Query().Get("appNamespace"), r.PathValue("name"), descendants)
+	o, err := s.store.find(r.Context(), r.URL.Query().Get("appNamespace"), r.PathValue("name"), descendants,
+		func(o *Observed) bool { return CanSeeApp(id, o.Org) })
 	if err != nil {
 		writeReadError(w, err)
 		return nil, id, false
 	}
-	if o == nil || !CanSeeApp(id, o.CR.GetLabels(), s.store.opts.OrgLabel) {
+	if o == nil {
 		if id.Admin {
 			writeError(w, codeNotFound, fmt.Sprintf("applications.argoproj.io %q not found", r.PathValue("name")))
 		} else {
@@ -415,12 +472,18 @@ func (s *Server) resourceTree(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) managedResources(w http.ResponseWriter, r *http.Request) {
-	o, _, ok := s.app(w, r, false)
+	o, id, ok := s.app(w, r, false)
 	if !ok {
 		return
 	}
 	if s.c.Differ == nil {
 		writeError(w, codeUnimplemented, "live diff is not wired in this process")
+		return
+	}
+	if wait, ok := s.limits.allowDiff(limitKey(id)); !ok {
+		s.metrics.limited.WithLabelValues("diff").Inc()
+		w.Header().Set("Retry-After", retryAfter(wait))
+		writeError(w, codeResourceExhausted, "too many live diffs: each is a server-side dry-run of every child; retry after "+retryAfter(wait)+"s")
 		return
 	}
 	diffs, err := s.c.Differ.Diff(r.Context(), o.CR)
@@ -486,13 +549,16 @@ func (s *Server) revisionMetadata(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.c.Revisions == nil || o.Git == nil {
+	// A commit is described only when the plane observed it for this application (which the
+	// caller can see): never any commit of the repository someone names.
+	if s.c.Revisions == nil || o.Git == nil || !s.store.revs.has(string(o.CR.GetUID()), rev) {
 		writeError(w, codeNotFound, fmt.Sprintf("revision %q is not in this application's history", rev))
 		return
 	}
 	md, err := s.c.Revisions.Metadata(r.Context(), rev)
 	if err != nil {
-		writeError(w, codeNotFound, fmt.Sprintf("revision %q: %v", rev, err))
+		s.c.Log.V(1).Info("Describe revision", "revision", rev, "error", err.Error())
+		writeError(w, codeNotFound, fmt.Sprintf("revision %q is not in this application's history", rev))
 		return
 	}
 	writeJSON(w, r, md, nil)
@@ -530,16 +596,16 @@ func (s *Server) projectList(ctx context.Context, id Identity) ([]AppProject, er
 		names[id.Org] = true
 	}
 	for _, o := range all {
-		if CanSeeApp(id, o.CR.GetLabels(), s.store.opts.OrgLabel) {
-			names[ProjectOf(o.CR.GetLabels(), s.store.opts.OrgLabel)] = true
+		if CanSeeApp(id, o.Org) {
+			names[ProjectOf(o.Org)] = true
 		}
 	}
 	out := []AppProject{}
 	for _, n := range sortedKeys(names) {
 		p := AppProject{Spec: AppProjectSpec{SourceRepos: []string{"*"}, Destinations: []ApplicationDestination{{Server: InClusterServer, Namespace: "*"}},
-			Description: "applications labelled " + s.store.opts.OrgLabel + "=" + n}}
+			Description: "applications in the namespaces of org " + n}}
 		if n == DefaultProject {
-			p.Spec.Description = "applications without an " + s.store.opts.OrgLabel + " label"
+			p.Spec.Description = "applications in namespaces of no org (" + kinds.OrgLabel + " unset, or not set by a trusted manager)"
 		}
 		p.Name, p.Namespace = n, s.c.Namespace
 		p.Kind, p.APIVersion = "AppProject", "argoproj.io/v1alpha1"

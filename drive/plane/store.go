@@ -2,9 +2,12 @@ package plane
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,10 +49,12 @@ type store struct {
 	repoURL    string
 	branch     string
 	opts       ProjectOptions
+	tenancy    kinds.Tenancy
+	revs       *revisionMemory
 }
 
 func newStore(reader client.Reader, scheme *runtime.Scheme, reg kinds.Registry, group string, isServed func(schema.GroupVersionKind) bool) *store {
-	s := &store{reader: reader, scheme: scheme, reg: reg, group: group}
+	s := &store{reader: reader, scheme: scheme, reg: reg, group: group, revs: newRevisionMemory()}
 	refs := make([]kinds.Ref, 0, len(reg))
 	for ref := range reg {
 		refs = append(refs, ref)
@@ -149,10 +154,19 @@ func (s *store) observe(ctx context.Context, namespace string, descendants bool)
 			return nil, err
 		}
 	}
+	namespaces := &corev1.NamespaceList{}
+	if err := s.reader.List(ctx, namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
+	}
+	nsByName := make(map[string]*corev1.Namespace, len(namespaces.Items))
+	for i := range namespaces.Items {
+		nsByName[namespaces.Items[i].Name] = &namespaces.Items[i]
+	}
 	names := appNames(crs)
 	out := make([]Observed, 0, len(crs))
 	for _, cr := range crs {
 		o := Observed{Name: names[cr], CR: cr, Children: owned[string(cr.GetUID())]}
+		o.Org, o.Tenancy = s.orgOf(cr, nsByName[cr.GetNamespace()])
 		sortObjects(o.Children)
 		if descendants {
 			for _, c := range o.Children {
@@ -170,6 +184,9 @@ func (s *store) observe(ctx context.Context, namespace string, descendants bool)
 		}
 		o.Desired = desired
 		o.Git = s.gitRecord(cr)
+		if o.Git != nil && o.Git.Revision != "" {
+			s.revs.add(string(cr.GetUID()), o.Git.Revision)
+		}
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -243,15 +260,35 @@ func (s *store) gitRecord(cr *unstructured.Unstructured) *GitRecord {
 	return nil
 }
 
-// find returns the application called name in namespace ("" searches every namespace).
-func (s *store) find(ctx context.Context, namespace, name string, descendants bool) (*Observed, error) {
+// orgOf is the org of cr by the one tenancy rule: its namespace's org, counted only when a
+// trusted manager set it; a CR whose own org label differs is refused (no org) with the reason.
+func (s *store) orgOf(cr *unstructured.Unstructured, ns *corev1.Namespace) (string, *kinds.TenancyError) {
+	if ns == nil { // not in the cache (yet, or any more): no org to count
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cr.GetNamespace()}}
+	}
+	org, err := s.tenancy.Admit(cr, ns)
+	if err != nil {
+		var te *kinds.TenancyError
+		if !errors.As(err, &te) {
+			te = &kinds.TenancyError{Reason: kinds.ReasonInvalidOrg, Message: err.Error()}
+		}
+		return "", te
+	}
+	return org, nil
+}
+
+// find returns the application called name in namespace ("" searches every namespace) among
+// those visible says the caller may see: an application the caller cannot see is never
+// counted, so it answers exactly like one that does not exist (no "several applications"
+// error for a name another org also uses).
+func (s *store) find(ctx context.Context, namespace, name string, descendants bool, visible func(*Observed) bool) (*Observed, error) {
 	all, err := s.observe(ctx, namespace, descendants)
 	if err != nil {
 		return nil, err
 	}
 	var hit *Observed
 	for i := range all {
-		if all[i].Name != name {
+		if all[i].Name != name || !visible(&all[i]) {
 			continue
 		}
 		if hit != nil {
@@ -260,4 +297,46 @@ func (s *store) find(ctx context.Context, namespace, name string, descendants bo
 		hit = &all[i]
 	}
 	return hit, nil
+}
+
+// revisionMemory remembers, per CR uid, the git revisions the plane observed for it (the last
+// revisionsPerApp), so revisions/{sha}/metadata describes only commits of applications the
+// caller can see.
+type revisionMemory struct {
+	mu   sync.Mutex
+	revs map[string][]string
+}
+
+const revisionsPerApp = 16
+
+func newRevisionMemory() *revisionMemory { return &revisionMemory{revs: map[string][]string{}} }
+
+func (m *revisionMemory) add(uid, rev string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := m.revs[uid]
+	if slices.Contains(list, rev) {
+		return
+	}
+	if list = append(list, rev); len(list) > revisionsPerApp {
+		list = list[len(list)-revisionsPerApp:]
+	}
+	m.revs[uid] = list
+}
+
+func (m *revisionMemory) has(uid, rev string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Contains(m.revs[uid], rev)
+}
+
+// keep forgets the revisions of every CR not in uids (deleted CRs).
+func (m *revisionMemory) keep(uids map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid := range m.revs {
+		if !uids[uid] {
+			delete(m.revs, uid)
+		}
+	}
 }

@@ -47,12 +47,15 @@ type hub struct {
 
 type snapshot struct {
 	app  Application
+	org  string
 	json []byte
 }
 
 type hubEvent struct {
 	Type string
 	App  Application
+	// Org is the application's org by the tenancy rule (Observed.Org).
+	Org string
 }
 
 type subscriber struct {
@@ -132,7 +135,8 @@ func (h *hub) register(ctx context.Context, informers crcache.Informers) error {
 		u.SetGroupVersionKind(gvk)
 		objs = append(objs, u)
 	}
-	objs = append(objs, &corev1.Pod{}, &appsv1.ReplicaSet{})
+	// a Namespace's org label moves its applications between orgs
+	objs = append(objs, &corev1.Pod{}, &appsv1.ReplicaSet{}, &corev1.Namespace{})
 	for _, o := range objs {
 		inf, err := informers.GetInformer(ctx, o)
 		if err != nil {
@@ -154,6 +158,11 @@ func (h *hub) recompute(ctx context.Context) {
 		h.log.Error(err, "recompute applications for the stream")
 		return
 	}
+	uids := make(map[string]bool, len(all))
+	for _, o := range all {
+		uids[string(o.CR.GetUID())] = true
+	}
+	h.store.revs.keep(uids)
 	next := make(map[string]snapshot, len(all))
 	var events []hubEvent
 	h.mu.Lock()
@@ -165,18 +174,20 @@ func (h *hub) recompute(ctx context.Context) {
 			continue
 		}
 		k := appKey(app)
-		next[k] = snapshot{app: app, json: b}
+		next[k] = snapshot{app: app, org: o.Org, json: b}
 		prev, ok := h.last[k]
 		switch {
 		case !ok:
-			events = append(events, hubEvent{Type: EventAdded, App: app})
+			events = append(events, hubEvent{Type: EventAdded, App: app, Org: o.Org})
+		case prev.org != o.Org: // moved to another org: gone from the old one's streams
+			events = append(events, hubEvent{Type: EventDeleted, App: prev.app, Org: prev.org}, hubEvent{Type: EventAdded, App: app, Org: o.Org})
 		case !bytes.Equal(prev.json, b):
-			events = append(events, hubEvent{Type: EventModified, App: app})
+			events = append(events, hubEvent{Type: EventModified, App: app, Org: o.Org})
 		}
 	}
 	for k, prev := range h.last {
 		if _, ok := next[k]; !ok {
-			events = append(events, hubEvent{Type: EventDeleted, App: prev.app})
+			events = append(events, hubEvent{Type: EventDeleted, App: prev.app, Org: prev.org})
 		}
 	}
 	h.last = next
@@ -203,18 +214,27 @@ func (h *hub) recompute(ctx context.Context) {
 	}
 }
 
-// sse writes server-sent events as Argo CD's forwarder does.
+// sse writes server-sent events as Argo CD's forwarder does. A stream outlives the server's
+// read and write timeouts: it lifts the read deadline (a GET has no body; the server's
+// background read would otherwise end the stream at ReadTimeout) and renews the write
+// deadline before each frame, so a client that stops reading is dropped after writeTimeout.
 type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w            http.ResponseWriter
+	f            http.Flusher
+	rc           *http.ResponseController
+	writeTimeout time.Duration
 }
 
-func startSSE(w http.ResponseWriter) (*sse, bool) {
+func startSSE(w http.ResponseWriter, writeTimeout time.Duration) (*sse, bool) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, codeInternal, "streaming unsupported")
 		return nil, false
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // ErrNotSupported outside a real server: nothing to lift
+	e := &sse{w: w, f: f, rc: rc, writeTimeout: writeTimeout}
+	e.renew()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -223,11 +243,18 @@ func startSSE(w http.ResponseWriter) (*sse, bool) {
 	h.Del("Content-Encoding") // never gzip a stream
 	w.WriteHeader(http.StatusOK)
 	f.Flush()
-	return &sse{w: w, f: f}, true
+	return e, true
+}
+
+func (e *sse) renew() {
+	if e.writeTimeout > 0 {
+		_ = e.rc.SetWriteDeadline(time.Now().Add(e.writeTimeout))
+	}
 }
 
 // data writes one message: "data: <json> \n\n" plus the gateway's "\n" delimiter.
 func (e *sse) data(b []byte) error {
+	e.renew()
 	if _, err := fmt.Fprintf(e.w, "data: %s \n\n\n", b); err != nil {
 		return err
 	}
@@ -236,6 +263,7 @@ func (e *sse) data(b []byte) error {
 }
 
 func (e *sse) keepalive() error {
+	e.renew()
 	if _, err := e.w.Write([]byte(":\n")); err != nil {
 		return err
 	}
@@ -259,9 +287,14 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fields := parseFields(r.URL.Query().Get("fields"))
+	release, expired, ok := s.openStream(w, id)
+	if !ok {
+		return
+	}
+	defer release()
 	sub := s.hub.subscribe(s.c.Options.StreamBuffer, true)
 	defer s.hub.unsubscribe(sub)
-	out, ok := startSSE(w)
+	out, ok := startSSE(w, s.c.Options.WriteTimeout)
 	if !ok {
 		return
 	}
@@ -269,7 +302,7 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 	defer s.metrics.streams.Dec()
 	lastSent := map[string][]byte{}
 	send := func(ev hubEvent) error {
-		if !CanSeeApp(id, ev.App.Labels, s.store.opts.OrgLabel) || !matchApp(ev.App, q, sel) {
+		if !CanSeeApp(id, ev.Org) || !matchApp(ev.App, q, sel) {
 			return nil
 		}
 		if minRV > 0 {
@@ -293,12 +326,12 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 		return out.data(b)
 	}
 	if q.resourceVersion == "" || q.name != "" {
-		apps, err := s.visible(r.Context(), id, q)
+		evs, err := s.visibleEvents(r.Context(), id, q)
 		if err != nil {
 			return // headers are sent; the client reconnects
 		}
-		for _, a := range apps {
-			if err := send(hubEvent{Type: EventAdded, App: a}); err != nil {
+		for _, ev := range evs {
+			if err := send(ev); err != nil {
 				return
 			}
 		}
@@ -309,6 +342,8 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-expired:
+			return // the token that opened the stream is no longer valid
 		case <-sub.gone:
 			s.metrics.dropped.Inc()
 			return
@@ -331,9 +366,14 @@ func (s *Server) streamTree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name := o.CR.GetNamespace(), r.PathValue("name")
+	release, expired, ok := s.openStream(w, id)
+	if !ok {
+		return
+	}
+	defer release()
 	sub := s.hub.subscribe(1, false)
 	defer s.hub.unsubscribe(sub)
-	out, ok := startSSE(w)
+	out, ok := startSSE(w, s.c.Options.WriteTimeout)
 	if !ok {
 		return
 	}
@@ -357,11 +397,13 @@ func (s *Server) streamTree(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-expired:
+			return
 		case <-sub.gone:
 			return
 		case <-sub.ticks:
-			o, err := s.store.find(r.Context(), ns, name, true)
-			if err != nil || o == nil || !CanSeeApp(id, o.CR.GetLabels(), s.store.opts.OrgLabel) {
+			o, err := s.store.find(r.Context(), ns, name, true, func(o *Observed) bool { return CanSeeApp(id, o.Org) })
+			if err != nil || o == nil {
 				return
 			}
 			if err := send(o); err != nil {
@@ -373,4 +415,22 @@ func (s *Server) streamTree(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// openStream admits one more stream of id within the per-identity and total bounds (else 429
+// with Retry-After), and returns when it must end: when the token that opened it expires.
+func (s *Server) openStream(w http.ResponseWriter, id Identity) (release func(), expired <-chan time.Time, ok bool) {
+	free, ok := s.limits.openStream(limitKey(id))
+	if !ok {
+		s.metrics.limited.WithLabelValues("stream").Inc()
+		w.Header().Set("Retry-After", "10")
+		writeError(w, codeResourceExhausted, fmt.Sprintf("too many open streams (at most %d per identity, %d in all)",
+			s.c.Options.MaxStreamsPerIdentity, s.c.Options.MaxStreams))
+		return nil, nil, false
+	}
+	if id.Expiry.IsZero() {
+		return free, nil, true // a token without exp never verifies; nothing to wait for
+	}
+	t := time.NewTimer(id.Expiry.Sub(s.c.Now()))
+	return func() { t.Stop(); free() }, t.C, true
 }
