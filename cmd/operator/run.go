@@ -234,7 +234,7 @@ func run(o *runOptions) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
-		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch}
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
 		if gw != nil {
 			deps.GitWriter = gw
 		}
