@@ -70,7 +70,7 @@ func TestInstallEveryCapability(t *testing.T) {
 		"watch-namespaces": []string{"apps", "universe-system"}, "watch-label-selector": "tier!=lab", "kind-concurrency": 8,
 		"gitops-allow-crds": true, "git-url": "ssh://git@git.example/universe.git", "git-ssh-key-file": install.GitSSHKeyFile,
 		"git-known-hosts-file": install.GitKnownHostsFile,
-		"controllers": []string{"kinds", "gitops", "imageupdate", "tenants", "drive"}, "drive-platform-url": "https://platform.example",
+		"controllers":          []string{"kinds", "gitops", "imageupdate", "tenants", "drive"}, "drive-platform-url": "https://platform.example",
 		"drive-token-file": install.DriveTokenFile, "deploy-plane-bind-address": ":8443", "deploy-plane-oidc-issuer": "https://id.example",
 		"deploy-plane-oidc-audience": "deploy", "deploy-plane-oidc-client-id": "dash",
 		"deploy-plane-oidc-client-secret-file": install.PlaneClientSecretFile, "deploy-plane-public-url": "https://deploy.example",
