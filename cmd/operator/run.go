@@ -292,7 +292,7 @@ func run(o *runOptions) error {
 		}
 	}
 	if o.WebhookAddr != "0" && slices.Contains(o.Controllers, "gitops") {
-		h, err := reportAuthz(mgr, o.GitOpsReportAuthz, mux)
+		h, err := reportAuthz(mgr.GetConfig(), mgr.GetHTTPClient(), o.GitOpsReportAuthz, mux)
 		if err != nil {
 			return err
 		}
@@ -397,11 +397,11 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 // authorization (SubjectAccessReview of get on the non-resource URL /gitops) when on, the
 // filter --metrics-secure puts in front of /metrics. POST /reconcile keeps its own check
 // (the webhook's HMAC secret): a git host holds no cluster token.
-func reportAuthz(mgr ctrl.Manager, on bool, mux *http.ServeMux) (http.Handler, error) {
+func reportAuthz(cfg *rest.Config, hc *http.Client, on bool, mux *http.ServeMux) (http.Handler, error) {
 	if !on {
 		return mux, nil
 	}
-	filter, err := filters.WithAuthenticationAndAuthorization(mgr.GetConfig(), mgr.GetHTTPClient())
+	filter, err := filters.WithAuthenticationAndAuthorization(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("--gitops-report-authz: %w", err)
 	}
