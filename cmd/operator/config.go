@@ -117,14 +117,19 @@ func secs(def, floor int) func(string) (string, error) {
 // exactlyTrue is the Rust switches' rule: the value must be exactly "true".
 func exactlyTrue(v string) (string, error) { return strconv.FormatBool(v == "true"), nil }
 
+// list is a Rust list: comma, space, tab or newline separated.
+func list(v string) (string, error) {
+	return strings.Join(strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }), ","), nil
+}
+
 // namespaceList is GITOPS_NAMESPACES: comma, space, tab or newline separated, * anywhere
 // meaning every namespace; blank or separators only counts as unset.
 func namespaceList(v string) (string, error) {
-	f := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
-	if slices.Contains(f, "*") {
+	l, _ := list(v)
+	if slices.Contains(strings.Split(l, ","), "*") {
 		return "*", nil
 	}
-	return strings.Join(f, ","), nil
+	return l, nil
 }
 
 // legacyVars are the Rust operator's documented variables that set a run flag
@@ -138,13 +143,13 @@ var legacyVars = []legacyVar{
 	{Env: []string{"GITOPS_TOKEN_FILE"}, Flag: "gitops-token-file"},
 	{Env: []string{"GITOPS_RESYNC_SECS"}, Flag: "gitops-resync", Conv: secs(45, 10)},
 	{Env: []string{"GITOPS_NAMESPACES", "GITOPS_NAMESPACE"}, Flag: "gitops-namespaces", Conv: namespaceList},
-	{Env: []string{"GITOPS_APPLY_SCOPE"}, Flag: "gitops-apply-scope", Conv: namespaceList},
+	{Env: []string{"GITOPS_APPLY_SCOPE"}, Flag: "gitops-apply-scope", Conv: list},
 	{Env: []string{"GITOPS_WORKDIR"}, Flag: "git-cache-dir"},
 	{Env: []string{"APPS_PLATFORM_URL"}, Flag: "drive-platform-url"},
 	{Env: []string{"APPS_ORG_ID"}, Flag: "drive-org-id"},
 	{Env: []string{"APPS_CLUSTER", "APPS_LOCAL_CLUSTER"}, Flag: "drive-cluster"},
 	{Env: []string{"APPS_DRIVE_MODE"}, Flag: "drive-mode"},
-	{Env: []string{"APPS_DRIVE_ALLOW"}, Flag: "drive-allow"},
+	{Env: []string{"APPS_DRIVE_ALLOW"}, Flag: "drive-allow", Conv: list},
 	{Env: []string{"APPS_POLL_SECS"}, Flag: "drive-interval", Conv: secs(60, 5)},
 	{Env: []string{"AGENT_DEPLOY_MODE"}, Flag: "agent-deploy-mode"},
 	{Env: []string{"AGENT_DEPLOY_CLOUD_URL"}, Flag: "agent-cloud-url"},

@@ -108,7 +108,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up and exits.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "How often candidates retry acquiring the lease.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error.")
-	fs.StringVar(&o.LogFormat, "log-format", "console", "Log format: console (lines for people) or json (install's default).")
+	fs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json (the default, and install's) or console (lines for people: make demo, the CLI commands).")
 	fs.StringVar(&o.ConfigFile, "config", "", "YAML file of settings, keyed by these flags' names (git-url: …); an unknown key is an error. Flags, then OPERATOR_* and the Rust operator's variables, beat it.")
 	fs.BoolVar(&o.GitOpsReportAuthz, "gitops-report-authz", false, "Serve GET /gitops only to callers the apiserver authenticates and authorizes (TokenReview and SubjectAccessReview: grant get on the non-resource URL /gitops); install turns it on.")
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
