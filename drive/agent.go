@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
@@ -71,10 +74,10 @@ type peer struct {
 	creds []source.Credentials // re-read on 401, scrubbed from errors
 }
 
-func newPeer(base string, auth Auth) (*peer, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, fmt.Errorf("URL %q: want http(s)://host without credentials", base)
+func newPeer(base, name string, auth Auth) (*peer, error) {
+	c, err := newHTTPClient(base, name, auth)
+	if err != nil {
+		return nil, fmt.Errorf("URL: %w", err)
 	}
 	var creds []source.Credentials
 	for _, c := range []source.Credentials{auth.Bearer, auth.BasicUser, auth.BasicPassword} {
@@ -82,7 +85,7 @@ func newPeer(base string, auth Auth) (*peer, error) {
 			creds = append(creds, c)
 		}
 	}
-	return &peer{base: strings.TrimRight(base, "/"), http: newHTTPClient(auth), creds: creds}, nil
+	return &peer{base: strings.TrimRight(base, "/"), http: c, creds: creds}, nil
 }
 
 // call sends method path with body as JSON and decodes a 2xx answer into out. A 404
@@ -117,9 +120,6 @@ func (p *peer) call(ctx context.Context, method, path string, header http.Header
 	if err != nil {
 		for _, c := range p.creds {
 			err = c.Token().Scrub(err)
-			if errors.Is(err, ErrUnauthorized) {
-				_, _ = c.Reload() // perhaps rotated since last read
-			}
 		}
 		var se *StatusError
 		if errors.As(err, &se) && se.Code == http.StatusNotFound {
@@ -143,7 +143,7 @@ type Cloud struct{ p *peer }
 
 // NewCloud returns a cloud client.
 func NewCloud(baseURL string, token source.Credentials) (*Cloud, error) {
-	p, err := newPeer(baseURL, Auth{Bearer: token})
+	p, err := newPeer(baseURL, "the cloud API", Auth{Bearer: token})
 	if err != nil {
 		return nil, fmt.Errorf("cloud %w", err)
 	}
@@ -179,7 +179,7 @@ type Visor struct{ p *peer }
 
 // NewVisor returns a visor client.
 func NewVisor(baseURL string, clientID, clientSecret source.Credentials) (*Visor, error) {
-	p, err := newPeer(baseURL, Auth{BasicUser: clientID, BasicPassword: clientSecret})
+	p, err := newPeer(baseURL, "visor", Auth{BasicUser: clientID, BasicPassword: clientSecret})
 	if err != nil {
 		return nil, fmt.Errorf("visor %w", err)
 	}
@@ -226,6 +226,12 @@ func (v *Visor) Launch(ctx context.Context, provider, org, agent string) (*Machi
 // visor, as far as Mode and PlanAgent allow. It writes only the CR's status.
 type Agents struct {
 	Client client.Client
+	// Reader reads the AgentDeployment's Namespace with its managedFields (uncached: one
+	// read per reconcile); Client when nil.
+	Reader client.Reader
+	// Tenancy is the one tenancy rule: spec.org must be the Namespace's org, which is the org
+	// every call to the cloud and visor names (X-Org-Id, the bodies).
+	Tenancy kinds.Tenancy
 	// GVK of AgentDeployment in this universe's group.
 	GVK   schema.GroupVersionKind
 	Mode  AgentMode
@@ -288,6 +294,17 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		machine = ad.Status.MachineID // an earlier launch: never launch twice
 	}
 	o := agentObservation{machineID: machine, binding: BindingPending}
+	org, err := a.admit(ctx, ad)
+	if err != nil {
+		var te *kinds.TenancyError
+		if errors.As(err, &te) { // terminal: the spec or the Namespace's labels must change
+			o.binding, o.reason, o.message = BindingError, te.Reason, err.Error()
+			a.Log.Info("agent deployment refused by the tenancy rule; nothing sent", "agentDeployment", ad.Namespace+"/"+ad.Name, "reason", te.Reason)
+			return o
+		}
+		o.reason, o.message, o.transient, o.binding = "NamespaceUnreadable", err.Error(), true, BindingError
+		return o
+	}
 	o.plan = PlanAgent(a.Mode, a.Cloud != nil && a.Visor != nil, AgentTarget{MachineID: machine, Provider: ad.Spec.Provider})
 	log := a.Log.WithValues("agentDeployment", ad.Namespace+"/"+ad.Name, "plan", o.plan.Provision)
 	fail := func(reason string, err error) agentObservation {
@@ -302,7 +319,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		o.reason, o.message = "ReadOnly", o.plan.Reason
 		return o
 	}
-	agent, err := a.Cloud.GetAgent(ctx, ad.Spec.Org, ad.Spec.AgentName)
+	agent, err := a.Cloud.GetAgent(ctx, org, ad.Spec.AgentName)
 	if err != nil {
 		return fail("CloudError", err)
 	}
@@ -311,7 +328,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		if mode == "" {
 			mode = DefaultExecutionMode
 		}
-		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: ad.Spec.Org, ExecutionMode: mode,
+		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: org, ExecutionMode: mode,
 			Schedule: ad.Spec.Schedule, Replicas: ad.Spec.Replicas, BotVersion: ad.Spec.BotVersion})
 		if err != nil {
 			return fail("CloudError", err)
@@ -348,7 +365,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		}
 		return o
 	case ProvisionLaunchThenBind:
-		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, ad.Spec.Org, ad.Spec.AgentName)
+		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, org, ad.Spec.AgentName)
 		if err != nil {
 			return fail("LaunchFailed", err)
 		}
@@ -361,7 +378,9 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		}
 	}
 	if o.binding != BindingBound {
-		if _, err := a.Visor.BindAgent(ctx, o.machineID, agent); err != nil {
+		bind := *agent
+		bind.Org = org // the Namespace's, whatever the cloud answered
+		if _, err := a.Visor.BindAgent(ctx, o.machineID, &bind); err != nil {
 			return fail("BindFailed", err)
 		}
 		log.Info("agent bound to machine", "machine", o.machineID)
@@ -373,6 +392,23 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		o.transient = true
 	}
 	return o
+}
+
+// admit applies the tenancy rule: the AgentDeployment's spec.org must be its Namespace's
+// org (set by a trusted manager); the org returned is the Namespace's.
+func (a *Agents) admit(ctx context.Context, ad *v1.AgentDeployment) (string, error) {
+	r := a.Reader
+	if r == nil {
+		r = a.Client
+	}
+	var ns corev1.Namespace
+	if err := r.Get(ctx, types.NamespacedName{Name: ad.Namespace}, &ns); err != nil {
+		return "", fmt.Errorf("read Namespace %s for its org: %w", ad.Namespace, err)
+	}
+	if err := kinds.ValidOrg(ad.Spec.Org); err != nil {
+		return "", fmt.Errorf("spec.org: %w", err)
+	}
+	return a.Tenancy.AdmitOrg(ad, &ns, ad.Spec.Org)
 }
 
 // AgentPhase is Running only when the agent is ready and bound; Degraded on a binding

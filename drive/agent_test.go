@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/testr"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
@@ -149,9 +149,7 @@ func TestAgentDeploymentModes(t *testing.T) {
 	cfg := testbed.APIServer(t)
 	c := installCRDs(t, cfg)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agents"}}); err != nil {
-		t.Fatal(err)
-	}
+	orgNamespace(t, c, "agents", "hanzo", "cloud-api")
 	p := newPeers(t)
 	p.machines["m-free"] = drive.Machine{ID: "m-free", Status: "running"}
 	p.machines["m-taken"] = drive.Machine{ID: "m-taken", Status: "bound", Agent: "someone-else"}
@@ -302,6 +300,74 @@ func TestAgentDeploymentModes(t *testing.T) {
 			}
 		}
 	})
+	if len(p.bad) > 0 {
+		t.Errorf("requests without exactly one correct Authorization header: %v", p.bad)
+	}
+}
+
+// TestAgentDeploymentOrgIsItsNamespaces is the attack on the AgentDeployment loop: a CR in
+// org hanzo's namespace names spec.org orgb (or sits in a namespace whose org label a tenant
+// wrote itself); nothing is sent to the cloud or visor with the fleet's credentials, and the
+// Ready condition names the refusal. An admitted CR's calls carry its namespace's org.
+func TestAgentDeploymentOrgIsItsNamespaces(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c := installCRDs(t, cfg)
+	ctx := context.Background()
+	orgNamespace(t, c, "agents-a", "hanzo", "cloud-api")
+	orgNamespace(t, c, "agents-self", "orgb", "kubectl-label")
+	p := newPeers(t)
+	p.machines["m-1"] = drive.Machine{ID: "m-1", Status: "running"}
+	cloud, err := drive.NewCloud(p.cloud.URL, secretFile(t, "cloud", "cl0ud-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	visor, err := drive.NewVisor(p.visor.URL, secretFile(t, "id", "iam-client"), secretFile(t, "secret", "iam-s3cr3t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := schema.GroupVersionKind{Group: group, Version: v1.Version, Kind: "AgentDeployment"}
+	a := &drive.Agents{Client: c, GVK: gvk, Mode: drive.AgentModeOn, Cloud: cloud, Visor: visor, Log: testr.New(t)}
+	ready := func(ns, name string, spec v1.AgentDeploymentSpec) (v1.AgentDeploymentStatus, string) {
+		t.Helper()
+		ad := &v1.AgentDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
+		ad.SetGroupVersionKind(gvk)
+		if err := c.Create(ctx, ad); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Reconcile(ctx, crreconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ad), ad); err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range ad.Status.Conditions {
+			if cond.Type == "Ready" {
+				return ad.Status, string(cond.Status) + "/" + cond.Reason
+			}
+		}
+		return ad.Status, ""
+	}
+	for _, tc := range []struct{ ns, name, org, want string }{
+		{"agents-a", "steal", "orgb", "False/" + kinds.ReasonOrgMismatch},
+		{"agents-self", "self", "orgb", "False/" + kinds.ReasonNamespaceHasNoOrg},
+	} {
+		st, got := ready(tc.ns, tc.name, v1.AgentDeploymentSpec{AgentName: "bot-" + tc.name, Org: tc.org, MachineID: "m-1", Provider: "aws"})
+		if got != tc.want || st.Phase != v1.PhaseDegraded || !strings.Contains(st.Message, strings.TrimPrefix(tc.want, "False/")) {
+			t.Errorf("%s/%s: Ready %s, phase %s, message %q; want %s", tc.ns, tc.name, got, st.Phase, st.Message, tc.want)
+		}
+		if calls := p.take(); len(calls) != 0 {
+			t.Errorf("%s/%s refused but sent %v", tc.ns, tc.name, calls)
+		}
+	}
+	if p.launched != 0 || len(p.agents) != 0 {
+		t.Errorf("refused CRs launched %d machines, created agents %v", p.launched, p.agents)
+	}
+	if _, got := ready("agents-a", "own", v1.AgentDeploymentSpec{AgentName: "bot-own", Org: "hanzo", MachineID: "m-1"}); got != "True/Bound" {
+		t.Errorf("own org: Ready %s", got)
+	}
+	if _, ok := p.agents["hanzo/bot-own"]; !ok { // the fake keys agents by X-Org-Id and refuses a body of another org
+		t.Errorf("the admitted agent was not created under X-Org-Id hanzo: %v", p.agents)
+	}
 	if len(p.bad) > 0 {
 		t.Errorf("requests without exactly one correct Authorization header: %v", p.bad)
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // ManagerDrive is the field manager of the CR's spec.image.tag when drive writes it.
@@ -95,8 +97,11 @@ type Apps struct {
 	Committer TagCommitter
 	// AfterCommit runs after a commit (the sweep's trigger), so the change is applied at once.
 	AfterCommit func()
-	Recorder    events.EventRecorder
-	Log         logr.Logger
+	// Tenancy is the one tenancy rule: the CR a row targets must be of the row's org
+	// (AdmitOrg against its Namespace, read with managedFields) before anything is written.
+	Tenancy  kinds.Tenancy
+	Recorder events.EventRecorder
+	Log      logr.Logger
 
 	mu   sync.Mutex
 	said map[string]string // row → the last event sent for it, so a steady state is quiet
@@ -176,6 +181,12 @@ func (a *Apps) row(ctx context.Context, r Row) Outcome {
 	if cr != nil {
 		o.Object = cr.GetKind() + "/" + cr.GetNamespace() + "/" + cr.GetName()
 	}
+	if terr := a.admit(ctx, r, dep, cr); terr != nil {
+		// no event either: the namespace is not the row's org's to write to, nor to notify
+		o.Decision = Decision{Verdict: VerdictRefuse, Target: d.Target, Reason: terr.Error()}
+		o.Err = terr
+		return o
+	}
 	if err != nil {
 		o.Err = err
 		if dep != nil { // the Deployment has no CR to carry the event
@@ -207,6 +218,32 @@ func (a *Apps) row(ctx context.Context, r Row) Outcome {
 		a.event(r, cr, corev1.EventTypeWarning, EventDriveRolloutPending, fmt.Sprintf("%s: %s", d.Target, msg))
 	}
 	return o
+}
+
+// admit applies the tenancy rule to what the row reaches: the CR it targets (else the
+// Deployment it joined) must be admitted in its Namespace for the row's org. It returns nil
+// when the row reached nothing (the join's error says why).
+func (a *Apps) admit(ctx context.Context, r Row, dep *appsv1.Deployment, cr *unstructured.Unstructured) error {
+	var target metav1.Object
+	switch {
+	case cr != nil:
+		target = cr
+	case dep != nil:
+		target = dep
+	default:
+		return nil
+	}
+	if err := kinds.ValidOrg(r.Org); err != nil {
+		return fmt.Errorf("row %s: %w", r.Name(), err)
+	}
+	var ns corev1.Namespace
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: target.GetNamespace()}, &ns); err != nil {
+		return fmt.Errorf("row %s: read Namespace %s for its org: %w", r.Name(), target.GetNamespace(), err)
+	}
+	if _, err := a.Tenancy.AdmitOrg(target, &ns, r.Org); err != nil {
+		return fmt.Errorf("row %s: %w", r.Name(), err)
+	}
+	return nil
 }
 
 func result(err error) string {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -90,14 +91,28 @@ func (r *recorder) reasons() string {
 	return strings.Join(r.got, "\n")
 }
 
-// appFixture creates namespace ns, a Service CR cloud (tag v1.2.3) created by manager, and
-// a Deployment cloud-api it controls, as the Kind controller would have built it.
-func appFixture(t *testing.T, c client.Client, ns, manager string) *unstructured.Unstructured {
+// orgNamespace creates namespace ns of org, its org label written by labeller (cloud-api,
+// the platform, is a trusted manager; anyone else is not).
+func orgNamespace(t *testing.T, c client.Client, ns, org, labeller string) {
 	t.Helper()
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{kinds.OrgLabel: org}}}
+	if err := c.Create(context.Background(), n, client.FieldOwner(labeller)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// appFixture creates namespace ns of org hanzo, a Service CR cloud (tag v1.2.3) created by
+// manager, and a Deployment cloud-api it controls, as the Kind controller would have built it.
+func appFixture(t *testing.T, c client.Client, ns, manager string) *unstructured.Unstructured {
+	t.Helper()
+	orgNamespace(t, c, ns, "hanzo", "cloud-api")
+	return appObjects(t, c, ns, manager)
+}
+
+// appObjects creates the Service CR cloud and its Deployment cloud-api in ns.
+func appObjects(t *testing.T, c client.Client, ns, manager string) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
 	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": group + "/v1", "kind": "Service",
 		"metadata": map[string]any{"name": "cloud", "namespace": ns},
@@ -295,9 +310,7 @@ func TestAppsDriveNoOwner(t *testing.T) {
 	cfg := testbed.APIServer(t)
 	c := installCRDs(t, cfg)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drive-plain"}}); err != nil {
-		t.Fatal(err)
-	}
+	orgNamespace(t, c, "drive-plain", "hanzo", "cloud-api")
 	labels := map[string]string{"app": "cloud"}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cloud-api", Namespace: "drive-plain"},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -320,5 +333,70 @@ func TestAppsDriveNoOwner(t *testing.T) {
 	}
 	if !strings.Contains(rec.reasons(), "cloud-api DriveFailed") {
 		t.Errorf("events:\n%s", rec.reasons())
+	}
+}
+
+// TestAppsDriveRowCannotReachAnotherOrg is the attack on the drive loop: a row of an
+// allow-listed org names another org's namespace; the CR there is never written and gets no
+// Event, the refusal names its reason on that row only, and the other rows are driven. A
+// namespace whose org label was set by someone other than a trusted manager is no org's.
+func TestAppsDriveRowCannotReachAnotherOrg(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c := installCRDs(t, cfg)
+	ctx := context.Background()
+	victim := func() *unstructured.Unstructured {
+		orgNamespace(t, c, "drive-org-b", "orgb", "cloud-api")
+		return appObjects(t, c, "drive-org-b", "")
+	}()
+	selfLabelled := func() *unstructured.Unstructured {
+		orgNamespace(t, c, "drive-self-labelled", "hanzo", "kubectl-edit")
+		return appObjects(t, c, "drive-self-labelled", "")
+	}()
+	own := appFixture(t, c, "drive-org-a", "")
+	p := newPlatform(t)
+	row := func(id, org, ns string) string {
+		return fmt.Sprintf(`{"id": %q, "org": %q, "app": "cloud", "env": "prod", "registry": "ghcr.io/hanzo/cloud",
+		  "declaredTag": "v6.6.6", "runningTag": "v1.2.3", "cluster": "test-cluster", "namespace": %q}`, id, org, ns)
+	}
+	p.rows = strings.Join([]string{
+		row("hanzo/cloud/steal", "hanzo", "drive-org-b"),
+		row("hanzo/cloud/self", "hanzo", "drive-self-labelled"),
+		row("/cloud/noorg", "", "drive-org-a"),
+		row("hanzo/cloud/prod", "hanzo", "drive-org-a"),
+	}, ",")
+	rec := &recorder{}
+	a := &drive.Apps{Platform: p.client(t), Client: c, Cluster: "test-cluster", Mode: drive.ModeOn, Allow: drive.AllowList{"*"},
+		RolloutTimeout: 200 * time.Millisecond, RolloutPoll: 100 * time.Millisecond,
+		GitOpsManager: "universe-operator-gitops", Recorder: rec, Log: testr.New(t)}
+	out, err := a.Tick(ctx)
+	if err != nil || len(out) != 4 {
+		t.Fatalf("Tick = %+v, %v", out, err)
+	}
+	reasons := map[string]string{}
+	for _, o := range out {
+		var te *kinds.TenancyError
+		if errors.As(o.Err, &te) {
+			reasons[o.Row] = te.Reason
+			if o.Decision.Verdict != drive.VerdictRefuse || o.Wrote != "" || !strings.Contains(o.Decision.Reason, te.Reason) {
+				t.Errorf("row %s refused as %s but %+v", o.Row, te.Reason, o)
+			}
+		}
+	}
+	want := map[string]string{"hanzo/cloud/steal": kinds.ReasonOrgMismatch, "hanzo/cloud/self": kinds.ReasonNamespaceHasNoOrg, "/cloud/noorg": kinds.ReasonInvalidOrg}
+	for r, w := range want {
+		if reasons[r] != w {
+			t.Errorf("row %s refused with %q, want %s (all: %v)", r, reasons[r], w, reasons)
+		}
+	}
+	for _, cr := range []*unstructured.Unstructured{victim, selfLabelled} {
+		if tag, _ := tagOf(t, c, cr); tag != "v1.2.3" {
+			t.Errorf("%s/%s was written across orgs: tag %s", cr.GetNamespace(), cr.GetName(), tag)
+		}
+	}
+	if tag, _ := tagOf(t, c, own); tag != "v6.6.6" || out[3].Wrote != "cr" {
+		t.Errorf("the row of its own org was not driven: tag %s, %+v", tag, out[3])
+	}
+	if ev := rec.reasons(); strings.Count(ev, "cloud ") != 1 || !strings.Contains(ev, "DriveRolloutPending") {
+		t.Errorf("events (only the driven row's CR may get one):\n%s", ev)
 	}
 }

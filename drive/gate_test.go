@@ -1,11 +1,8 @@
 package drive
 
 import (
-	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/openuniverse/operator/source"
 )
 
 func TestParseMode(t *testing.T) {
@@ -150,59 +147,3 @@ func TestPlanAgent(t *testing.T) {
 		t.Errorf("empty mode = %q, want off", m)
 	}
 }
-
-func TestAuthorizationHeader(t *testing.T) {
-	tok := func(s string) source.Credentials { return staticCreds(s) }
-	cases := []struct {
-		name    string
-		auth    Auth
-		want    string // the single header value; empty means refused
-		already []string
-	}{
-		{"bearer", Auth{Bearer: tok("t0k")}, "Bearer t0k", nil},
-		{"basic", Auth{BasicUser: tok("id"), BasicPassword: tok("s3cr3t")}, "Basic aWQ6czNjcjN0", nil},
-		{"bearer replaces a header already set", Auth{Bearer: tok("t0k")}, "Bearer t0k", []string{"Basic x", "Bearer y"}},
-		{"both schemes refused", Auth{Bearer: tok("t0k"), BasicUser: tok("id"), BasicPassword: tok("s3cr3t")}, "", nil},
-		{"none refused", Auth{}, "", nil},
-		{"basic without secret refused", Auth{BasicUser: tok("id")}, "", nil},
-		{"empty token refused", Auth{Bearer: tok("")}, "", nil},
-		{"nil token file refused", Auth{Bearer: (*source.TokenFile)(nil)}, "", nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := http.Header{}
-			for _, v := range c.already {
-				h.Add("Authorization", v)
-			}
-			err := c.auth.Authorize(h)
-			if c.want == "" {
-				if err == nil {
-					t.Fatalf("Authorize accepted %s: %v", c.name, h.Values("Authorization"))
-				}
-				if strings.Contains(err.Error(), "t0k") || strings.Contains(err.Error(), "s3cr3t") {
-					t.Errorf("error reveals a credential: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := h.Values("Authorization"); len(got) != 1 || got[0] != c.want {
-				t.Errorf("Authorization = %q, want exactly [%q]", got, c.want)
-			}
-			if err := checkOneAuthorization(h); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	two := http.Header{"Authorization": {"Bearer a", "Basic b"}}
-	if checkOneAuthorization(two) == nil || checkOneAuthorization(http.Header{}) == nil {
-		t.Error("checkOneAuthorization let two or zero Authorization headers through")
-	}
-}
-
-// staticCreds is a fixed token, as a token file holds.
-type staticCreds string
-
-func (s staticCreds) Token() source.Token           { return source.NewToken(string(s)) }
-func (s staticCreds) Reload() (source.Token, error) { return s.Token(), nil }

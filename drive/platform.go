@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/hashicorp/go-cleanhttp"
-	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/openuniverse/operator/source"
 )
@@ -34,34 +31,14 @@ type Platform struct {
 }
 
 // NewPlatform returns a platform client. The token is read from creds on every request;
-// without it no request is sent.
+// without it no request is sent. The token goes only to baseURL's origin, over https (plain
+// http only to a loopback host).
 func NewPlatform(baseURL, orgID string, creds source.Credentials) (*Platform, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("platform URL %q: want http(s)://host", baseURL)
+	c, err := newHTTPClient(baseURL, "the platform", Auth{Bearer: creds})
+	if err != nil {
+		return nil, fmt.Errorf("platform URL: %w", err)
 	}
-	if u.User != nil {
-		return nil, errors.New("platform URL must not carry credentials; use the token file")
-	}
-	return &Platform{URL: strings.TrimRight(baseURL, "/"), OrgID: orgID, token: creds, http: newHTTPClient(Auth{Bearer: creds})}, nil
-}
-
-// newHTTPClient is retryablehttp (two retries on 5xx and network errors, never on 4xx)
-// behind one Authorization header, with a 15 s timeout per attempt.
-func newHTTPClient(auth Auth) *http.Client {
-	rc := retryablehttp.NewClient()
-	rc.RetryMax = 2
-	rc.RetryWaitMin, rc.RetryWaitMax = 200*time.Millisecond, 2*time.Second
-	rc.Logger = nil
-	rc.HTTPClient = &http.Client{Timeout: PlatformTimeout, Transport: &authTransport{auth: auth, base: cleanhttp.DefaultPooledTransport()}}
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-		if err != nil && (errors.Is(err, ErrNoCredentials) || strings.Contains(err.Error(), "Authorization")) {
-			return false, err // a configuration error: retrying cannot help
-		}
-		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
-	}
-	return rc.StandardClient()
+	return &Platform{URL: strings.TrimRight(baseURL, "/"), OrgID: orgID, token: creds, http: c}, nil
 }
 
 // envelope is the /v1/apps response. Rows are decoded one by one, so one malformed row
@@ -115,7 +92,8 @@ func (p *Platform) Apps(ctx context.Context) ([]Row, error) {
 }
 
 // do sends req and returns the body of a 2xx response. A non-2xx is an error carrying up
-// to 400 bytes of the body; a 401 re-reads the token for the next attempt.
+// to 400 bytes of the body; a 401 is ErrUnauthorized (the client re-read the token and
+// retried once already, when the file held a new one).
 func do(c *http.Client, req *http.Request, token source.Credentials) ([]byte, error) {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -133,9 +111,6 @@ func do(c *http.Client, req *http.Request, token source.Credentials) ([]byte, er
 		return body, nil
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		if !source.NoCredentials(token) {
-			_, _ = token.Reload()
-		}
 		return nil, ErrUnauthorized
 	}
 	return nil, &StatusError{Code: resp.StatusCode, Body: snippet(body)}

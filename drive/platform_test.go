@@ -168,3 +168,58 @@ func TestAppsTickFailuresAreMeteredNotFatal(t *testing.T) {
 		t.Errorf("unreachable polls metered %v, want 1", got)
 	}
 }
+
+// TestPeersSendCredentialsOnlyToTheirHost is the attack on the outbound clients: the
+// platform, cloud and visor answer every request with a 302 to a second server on another
+// host; it must never see the Bearer token or visor's Basic client secret. And no client
+// is built for plain http beyond loopback.
+func TestPeersSendCredentialsOnlyToTheirHost(t *testing.T) {
+	var leaked atomic.Int32
+	var reached atomic.Int32
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		_, _ = w.Write([]byte(`{"apps": []}`))
+	}))
+	defer thief.Close()
+	away := strings.Replace(thief.URL, "127.0.0.1", "localhost", 1) // another host to the client
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, away+r.URL.Path, http.StatusFound)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	p, err := NewPlatform(srv.URL, "hanzo", tokenFile(t, "pl4tform-t0ken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Apps(ctx)
+	cl, err := NewCloud(srv.URL, tokenFile(t, "cl0ud-t0ken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cl.GetAgent(ctx, "hanzo", "a")
+	v, err := NewVisor(srv.URL, tokenFile(t, "iam-client"), tokenFile(t, "iam-s3cr3t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = v.GetMachine(ctx, "m1")
+	if reached.Load() != 3 {
+		t.Errorf("the redirect target got %d requests, want 3", reached.Load())
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("%d requests carried the Authorization header to another host", leaked.Load())
+	}
+	for _, bad := range []string{"http://platform.example.com", "http://10.0.0.7:8080", "http://169.254.169.254"} {
+		if _, err := NewPlatform(bad, "", tokenFile(t, "t")); err == nil {
+			t.Errorf("NewPlatform(%q) accepted plain http beyond loopback", bad)
+		}
+		if _, err := NewCloud(bad, tokenFile(t, "t")); err == nil {
+			t.Errorf("NewCloud(%q) accepted plain http beyond loopback", bad)
+		}
+		if _, err := NewVisor(bad, tokenFile(t, "id"), tokenFile(t, "s")); err == nil {
+			t.Errorf("NewVisor(%q) accepted plain http beyond loopback", bad)
+		}
+	}
+}

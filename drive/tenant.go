@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // ManagerTenants is the field manager of the tenant objects.
@@ -42,7 +45,18 @@ type TenantOptions struct {
 	SourceSecret types.NamespacedName
 	// Resync re-checks every tenant Namespace this often (the source Secret is not watched).
 	Resync time.Duration
+	// LabelManagers are the field managers whose write of LabelKey makes a Namespace a
+	// tenant (read from managedFields): the platform's by default (also when empty), never
+	// the git sweep's, so a universe-repo writer cannot declare a Namespace that receives the
+	// pull Secret.
+	LabelManagers []string
+	// OperatorNamespace is never onboarded (nor is any kube-* Namespace).
+	OperatorNamespace string
 }
+
+// DefaultTenantLabelManagers: only the platform's cloud API, which creates tenant Namespaces,
+// makes one a tenant.
+var DefaultTenantLabelManagers = []string{"cloud-api"}
 
 // DefaultTenantOptions returns the reference's names.
 func DefaultTenantOptions() TenantOptions {
@@ -51,12 +65,13 @@ func DefaultTenantOptions() TenantOptions {
 		RoleBinding: "cloud-api-platform", ClusterRole: "hanzo-cloud-platform-tenant",
 		SubjectNamespace: "hanzo", SubjectName: "cloud-api",
 		PullSecret: "ghcr-pull", Resync: 10 * time.Minute,
+		LabelManagers: DefaultTenantLabelManagers,
 	}
 }
 
 var metricTenants = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "universe_tenant_onboardings_total",
-	Help: "Tenant namespace reconciles, by result (ok, secret-missing, secret-foreign, failed).",
+	Help: "Tenant namespace reconciles, by result (ok, secret-missing, secret-foreign, failed, untrusted, reserved).",
 }, []string{"result"})
 
 func init() { metrics.Registry.MustRegister(metricTenants) }
@@ -93,6 +108,25 @@ func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crrec
 		return crreconcile.Result{}, nil
 	}
 	log := t.Log.WithValues("namespace", ns.Name)
+	why := t.refuse(&ns)
+	if why == "" {
+		// the trust check reads managedFields: read the Namespace from the apiserver,
+		// whatever the cache keeps
+		if err := t.Reader.Get(ctx, req.NamespacedName, &ns); err != nil {
+			return crreconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if ns.Labels[t.Opts.LabelKey] != t.Opts.LabelValue || ns.DeletionTimestamp != nil {
+			return crreconcile.Result{}, nil
+		}
+		if !kinds.LabelSetBy(&ns, t.Opts.LabelKey, t.labelManagers()) {
+			why = "untrusted"
+		}
+	}
+	if why != "" {
+		metricTenants.WithLabelValues(why).Inc()
+		log.Info("namespace not onboarded: "+refusals[why], "label", t.Opts.LabelKey, "trustedManagers", t.labelManagers())
+		return crreconcile.Result{}, nil
+	}
 	if err := t.Client.Apply(ctx, t.roleBinding(&ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
 		metricTenants.WithLabelValues("failed").Inc()
 		return crreconcile.Result{}, fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
@@ -112,6 +146,26 @@ func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crrec
 		log.V(1).Info("tenant namespace onboarded")
 	}
 	return crreconcile.Result{RequeueAfter: t.Opts.Resync}, nil
+}
+
+var refusals = map[string]string{
+	"reserved":  "the operator's own and kube-* namespaces are never tenants",
+	"untrusted": "its tenant label was not set by a trusted field manager",
+}
+
+func (t *Tenants) labelManagers() []string {
+	if len(t.Opts.LabelManagers) == 0 {
+		return DefaultTenantLabelManagers
+	}
+	return t.Opts.LabelManagers
+}
+
+// refuse names why ns is never a tenant whatever its labels ("reserved"), or "".
+func (t *Tenants) refuse(ns *corev1.Namespace) string {
+	if ns.Name == t.Opts.OperatorNamespace || strings.HasPrefix(ns.Name, "kube-") {
+		return "reserved"
+	}
+	return ""
 }
 
 func (t *Tenants) labels() map[string]string {

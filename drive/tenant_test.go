@@ -2,6 +2,7 @@ package drive_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -59,7 +62,8 @@ func tenantOptions(suffix string) drive.TenantOptions {
 func createNS(t *testing.T, c client.Client, name string, labels map[string]string) *corev1.Namespace {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := c.Create(context.Background(), ns); err != nil {
+	// created as the platform's cloud API does: the one manager trusted to make tenants
+	if err := c.Create(context.Background(), ns, client.FieldOwner("cloud-api")); err != nil {
 		t.Fatal(err)
 	}
 	return ns
@@ -167,5 +171,51 @@ func TestTenantSecretFailOpen(t *testing.T) {
 	}
 	if o2 := (drive.Tenants{}); o2.SetupWithManager(nil) == nil || !strings.Contains(o2.SetupWithManager(nil).Error(), "label key") {
 		t.Error("empty tenant options accepted")
+	}
+}
+
+// TestTenantOnboardingTrustsOnlyThePlatform is the attack on tenant onboarding: a
+// universe-repo writer declares a Namespace labelled as a tenant (the git sweep applies it),
+// a tenant labels its own Namespace, and the operator's own and kube-* Namespaces carry the
+// label; none of them receives the RoleBinding or the fleet's pull Secret. Only the
+// Namespace whose label the platform wrote is onboarded.
+func TestTenantOnboardingTrustsOnlyThePlatform(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c := installCRDs(t, cfg)
+	ctx := context.Background()
+	o := tenantOptions("c")
+	o.OperatorNamespace = "tenant-c-operator"
+	pullSource(t, c, o, `{"auths":{"ghcr.io":{"auth":"ZmxlZXQ6c2VjcmV0"}}}`)
+	label := map[string]string{o.LabelKey: o.LabelValue}
+	fromGit := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-c-git", Labels: label}}
+	fromGit.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(fromGit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
+		client.FieldOwner("universe-operator-gitops")); err != nil {
+		t.Fatal(err)
+	}
+	self := createNS(t, c, "tenant-c-self", nil)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, o.LabelKey, o.LabelValue)
+	if err := c.Patch(ctx, self, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-label")); err != nil {
+		t.Fatal(err)
+	}
+	createNS(t, c, "kube-tenant-c", label)
+	createNS(t, c, o.OperatorNamespace, label)
+	ok := createNS(t, c, "tenant-c-ok", label)
+	startTenants(t, cfg, o)
+	eventually(t, "the platform's tenant onboarded", func(ctx context.Context) (bool, error) {
+		return c.Get(ctx, client.ObjectKey{Namespace: ok.Name, Name: o.PullSecret}, &corev1.Secret{}) == nil, nil
+	})
+	time.Sleep(time.Second) // the other Namespaces were queued with it
+	for _, ns := range []string{"tenant-c-git", "tenant-c-self", "kube-tenant-c", o.OperatorNamespace} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.PullSecret}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s received the fleet's pull Secret (get: %v)", ns, err)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.RoleBinding}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s received the platform RoleBinding (get: %v)", ns, err)
+		}
 	}
 }

@@ -80,8 +80,6 @@ func (t Tenancy) managers() []string {
 	return t.Managers
 }
 
-var orgLabelPath = fieldpath.MakePathOrDie("metadata", "labels", OrgLabel)
-
 // NamespaceOrg is the org of the Namespace ns: its OrgLabel, when one of the trusted managers
 // owns that label in managedFields. It returns "" and no error for a Namespace with no org
 // label, and a NamespaceHasNoOrg refusal when the label is there but no trusted manager wrote
@@ -91,7 +89,7 @@ func (t Tenancy) NamespaceOrg(ns metav1.Object) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	if !t.trustedLabel(ns.GetManagedFields()) {
+	if !LabelSetBy(ns, OrgLabel, t.managers()) {
 		return "", &TenancyError{ReasonNamespaceHasNoOrg, fmt.Sprintf("namespace %s: label %s=%s was not set by a trusted manager (%s)",
 			ns.GetName(), OrgLabel, org, strings.Join(t.managers(), ", "))}
 	}
@@ -101,16 +99,20 @@ func (t Tenancy) NamespaceOrg(ns metav1.Object) (string, error) {
 	return org, nil
 }
 
-func (t Tenancy) trustedLabel(fields []metav1.ManagedFieldsEntry) bool {
-	for _, mf := range fields {
-		if !slices.Contains(t.managers(), mf.Manager) || mf.FieldsV1 == nil {
+// LabelSetBy reports whether obj's label key is owned, in its managedFields, by one of
+// managers: the way to trust a label by who wrote it, not by its value (an object read
+// without managedFields trusts no label).
+func LabelSetBy(obj metav1.Object, key string, managers []string) bool {
+	path := fieldpath.MakePathOrDie("metadata", "labels", key)
+	for _, mf := range obj.GetManagedFields() {
+		if !slices.Contains(managers, mf.Manager) || mf.FieldsV1 == nil {
 			continue
 		}
 		var set fieldpath.Set
-		if err := set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))); err != nil {
+		if err := set.FromJSON(strings.NewReader(mf.FieldsV1.GetRawString())); err != nil {
 			continue
 		}
-		if set.Has(orgLabelPath) {
+		if set.Has(path) {
 			return true
 		}
 	}

@@ -21,7 +21,7 @@ func namespace(name, org string, managers map[string]string) *corev1.Namespace {
 	}
 	for m, fields := range managers {
 		ns.ManagedFields = append(ns.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}})
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)})
 	}
 	return ns
 }
@@ -103,6 +103,32 @@ func TestValidOrg(t *testing.T) {
 	} {
 		if err := kinds.ValidOrg(org); (err == nil) != ok {
 			t.Errorf("ValidOrg(%q) = %v, want ok=%v", org, err, ok)
+		}
+	}
+}
+
+// TestLabelSetBy: a label is trusted by who owns it in managedFields, per key; another
+// manager owning the key, the same manager owning another key, or no managedFields at all
+// trust nothing.
+func TestLabelSetBy(t *testing.T) {
+	const key = "hanzo.ai/managed-by"
+	tenantFields := `{"f:metadata":{"f:labels":{"f:hanzo.ai/managed-by":{}}}}`
+	cases := []struct {
+		name     string
+		managers map[string]string
+		want     bool
+	}{
+		{"the platform wrote it", map[string]string{"cloud-api": tenantFields}, true},
+		{"the git sweep wrote it", map[string]string{"universe-operator-gitops": tenantFields}, false},
+		{"the platform wrote another label", map[string]string{"cloud-api": orgFields, "kubectl": tenantFields}, false},
+		{"no managedFields", nil, false},
+		{"unparseable fields", map[string]string{"cloud-api": `{"f:metadata":`}, false},
+	}
+	for _, c := range cases {
+		ns := namespace("n", "", c.managers)
+		ns.Labels = map[string]string{key: "platform"}
+		if got := kinds.LabelSetBy(ns, key, []string{"cloud-api"}); got != c.want {
+			t.Errorf("%s: LabelSetBy = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

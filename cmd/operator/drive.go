@@ -38,6 +38,9 @@ type driveOptions struct {
 	Interval, RolloutTimeout                            time.Duration
 
 	TenantLabel, TenantRoleBinding, TenantClusterRole, TenantSubject, TenantPullSecret, TenantPullSource string
+	// TenantLabelManagers are the field managers whose write of the tenant label onboards a
+	// Namespace.
+	TenantLabelManagers []string
 
 	AgentMode, CloudURL, CloudTokenFile, VisorURL, VisorIDFile, VisorSecretFile string
 }
@@ -53,6 +56,8 @@ func (o *driveOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Interval, "drive-interval", time.Minute, "How often the drive loop polls the platform (at least 5s).")
 	fs.DurationVar(&o.RolloutTimeout, "drive-rollout-timeout", 3*time.Minute, "How long the drive loop waits for a rollout before DriveRolloutPending.")
 	fs.StringVar(&o.TenantLabel, "tenant-label", t.LabelKey+"="+t.LabelValue, "key=value selecting tenant Namespaces (tenants loop).")
+	fs.StringSliceVar(&o.TenantLabelManagers, "tenant-label-managers", t.LabelManagers,
+		"Field managers whose write of --tenant-label's key makes a Namespace a tenant (read from managedFields). The default is the platform's only: never add the git sweep's (universe-operator-gitops), or a universe-repo writer could declare a Namespace that receives the pull Secret.")
 	fs.StringVar(&o.TenantRoleBinding, "tenant-rolebinding", t.RoleBinding, "Name of the RoleBinding created in each tenant Namespace.")
 	fs.StringVar(&o.TenantClusterRole, "tenant-clusterrole", t.ClusterRole, "ClusterRole the tenant RoleBinding grants (install grants bind on exactly this one).")
 	fs.StringVar(&o.TenantSubject, "tenant-subject", t.SubjectNamespace+"/"+t.SubjectName, "namespace/name of the platform ServiceAccount the RoleBinding binds.")
@@ -132,6 +137,7 @@ func setupDriveLoops(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitt
 			return fmt.Errorf("--tenant-pull-secret-source %q: want namespace/name", src)
 		}
 		t.SourceSecret = types.NamespacedName{Namespace: ns, Name: name}
+		t.LabelManagers, t.OperatorNamespace = d.TenantLabelManagers, o.Namespace
 		tn := &drive.Tenants{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: t, Log: ctrl.Log.WithName("tenants")}
 		if err := tn.SetupWithManager(mgr); err != nil {
 			return err
@@ -184,7 +190,7 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, af
 	return mgr.Add(&drive.Apps{
 		Platform: p, Client: direct, Cluster: d.Cluster, Mode: drive.ParseMode(d.Mode), Allow: drive.ParseAllowList(d.Allow),
 		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: reconcile.ManagerGitOps,
-		Committer: committer, AfterCommit: afterCommit,
+		Committer: committer, AfterCommit: afterCommit, Tenancy: o.Tenancy,
 		Recorder: mgr.GetEventRecorder(drive.ManagerDrive), Log: ctrl.Log.WithName("drive"),
 	})
 }
@@ -195,7 +201,7 @@ func setupAgents(mgr ctrl.Manager, o *runOptions, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--agent-deploy-mode: %w", err)
 	}
-	a := &drive.Agents{Client: mgr.GetClient(), Mode: mode, Log: ctrl.Log.WithName("agents"),
+	a := &drive.Agents{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tenancy: o.Tenancy, Mode: mode, Log: ctrl.Log.WithName("agents"),
 		GVK: kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "AgentDeployment"}].GroupVersionKind(o.APIGroup)}
 	if a.GVK.Version != v1.Version {
 		return errors.New("AgentDeployment is not in the registry")

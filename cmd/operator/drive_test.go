@@ -131,7 +131,9 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "drive-fight"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	// org hanzo, labelled as the platform does: drive acts only on a row's own org's CRs
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{kinds.OrgLabel: "hanzo"}}},
+		client.FieldOwner("cloud-api")); err != nil {
 		t.Fatal(err)
 	}
 	cr := &unstructured.Unstructured{Object: map[string]any{
@@ -263,7 +265,7 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 
 	t.Run("tenant objects are deleted with their namespace", func(t *testing.T) {
 		tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fight-tenant", Labels: map[string]string{tenants.LabelKey: tenants.LabelValue}}}
-		if err := c.Create(ctx, tenant); err != nil {
+		if err := c.Create(ctx, tenant, client.FieldOwner("cloud-api")); err != nil { // the platform makes tenants
 			t.Fatal(err)
 		}
 		src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ghcr-pull-source", Namespace: ns}, Type: corev1.SecretTypeDockerConfigJson,

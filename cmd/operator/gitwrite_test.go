@@ -31,6 +31,7 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
@@ -70,7 +71,9 @@ func TestDriveCommitsToGit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "drive-git"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	// org hanzo, labelled as the platform does: drive acts only on a row's own org's CRs
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{kinds.OrgLabel: "hanzo"}}},
+		client.FieldOwner("cloud-api")); err != nil {
 		t.Fatal(err)
 	}
 	g, err := testbed.NewGitServer("", "bot", "pw-drive-git-93c1")

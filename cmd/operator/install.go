@@ -20,6 +20,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -84,8 +85,10 @@ func newInstallCommand() *cobra.Command {
 		Use:   "install",
 		Short: "Install the CRDs and the operator (Namespace, RBAC, Service, Deployment) into the cluster",
 		Long: "Server-side apply the CRD bundle of --api-group, then, unless --crds-only, the operator's\n" +
-			"Namespace, ServiceAccount, least-privilege ClusterRole and binding, leader-election Role\n" +
-			"and binding, Service (webhook and metrics), Deployment and, with --replicas above 1, a\n" +
+			"Namespace, ServiceAccount, least-privilege RBAC (a Role and binding in each namespace of\n" +
+			"--gitops-namespaces and --watch-namespaces, a ClusterRole of cluster-scoped reads; one\n" +
+			"ClusterRole for every namespace only with --gitops-namespaces=* or none), leader-election\n" +
+			"Role and binding, Service (webhook and metrics), Deployment and, with --replicas above 1, a\n" +
 			"PodDisruptionBudget, under the field manager " + reconcile.ManagerInstall + ".\n" +
 			"Idempotent: a second run reports every object in-sync. Prints one line per object.\n\n" +
 			"Every flag of `operator run` is an install flag (but those install sets itself: the\n" +
@@ -99,6 +102,9 @@ func newInstallCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.complete(); err != nil {
 				return err
+			}
+			if !f.o.CRDsOnly {
+				fmt.Fprintln(cmd.ErrOrStderr(), "install: "+install.RBACSummary(f.o))
 			}
 			if f.print {
 				return printInstall(cmd.OutOrStdout(), f.o)
@@ -178,10 +184,33 @@ func (f *installFlags) passThrough() []string {
 // refuses what the installed operator could not run with.
 func (f *installFlags) complete() error {
 	r := f.run
+	get := func(name string) string { return flagValue(f.fs.Lookup(name)) }
 	f.o.RunArgs = f.passThrough()
-	f.o.Controllers = slices.Clone(r.Controllers)
-	f.o.MetricsSecure = r.MetricsSecure
+	f.o.MetricsSecure, f.o.GitOpsCRDs = r.MetricsSecure, r.GitOps.CRDs
 	f.o.PlanePort = 0
+	// The RBAC covers the namespaces the loops work in; every namespace only when asked
+	// (--gitops-namespaces=*, or none named). Named, the caches are kept to them too.
+	owned := append(gitops.SplitList(get("gitops-namespaces")), gitops.SplitList(get("watch-namespaces"))...)
+	f.o.OwnedNamespaces, f.o.GitServiceAccount, f.o.TenantPullSource = nil, get("gitops-service-account"), get("tenant-pull-secret-source")
+	if f.o.TenantPullSource == "" {
+		f.o.TenantPullSource = f.o.Namespace + "/" + get("tenant-pull-secret")
+	}
+	if !slices.Contains(owned, gitops.All) {
+		f.o.OwnedNamespaces = owned
+	}
+	if !f.o.OwnsAll() && !f.fs.Lookup("watch-namespaces").Changed {
+		// the Lease keeps the name it had without the namespaces, so that the old and the
+		// new pods of an upgrade elect through the same one
+		var sel string
+		if f.o.Shards > 0 {
+			sel = "!" + reconcile.ShardLabel
+		}
+		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","))
+		if !f.fs.Lookup("leader-election-id").Changed {
+			f.o.RunArgs = append(f.o.RunArgs, "--leader-election-id="+reconcile.Shard{LabelSelector: sel}.LeaseID(install.OperatorName+"."+f.o.APIGroup))
+		}
+	}
+	f.o.Controllers = slices.Clone(r.Controllers)
 	gitURL, repo := r.Git.URL, r.GitHub.Repository
 	hasSource := gitURL != "" || repo != ""
 	switch {

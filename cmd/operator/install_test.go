@@ -194,6 +194,7 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"leader-elect": boolString(o.LeaderElect), "log-level": o.LogLevel, "git-cache-dir": o.Git.CacheDir,
 		"controllers": strings.Join(o.Controllers, ","), "health-probe-bind-address": o.ProbeAddr, "metrics-bind-address": o.MetricsAddr,
 		"webhook-bind-address": o.WebhookAddr,
+		"watch-namespaces":     strings.Join(o.Shard.Namespaces, ","), "leader-election-id": o.LeaderID,
 	}
 	want := map[string]string{
 		"git-url": "https://git.example/universe.git", "git-username": "git", "git-branch": "main", "git-path": "crs",
@@ -202,6 +203,8 @@ func TestInstalledArgsAreRunFlags(t *testing.T) {
 		"leader-elect": "false", "log-level": "debug", "git-cache-dir": "",
 		"controllers": "kinds,gitops,imageupdate,tenants", "health-probe-bind-address": ":8081", "metrics-bind-address": ":8080",
 		"webhook-bind-address": ":8082",
+		// the caches within the Roles of the owned namespaces; the Lease named as before
+		"watch-namespaces": "apps", "leader-election-id": "universe-operator.hanzo.ai",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operator run options from the installed args (-want +got):\n%s", diff)
@@ -345,15 +348,20 @@ func TestInstallPrintAccepted(t *testing.T) {
 			rest = append(rest, o)
 		}
 	}
-	// The CRDs and the Namespace for real (the namespaced objects need it), the rest dry-run.
-	applied := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, append(crds, rest[0]))
+	// The CRDs and the Namespaces (the operator's and the owned ones, which hold its Roles)
+	// for real (the namespaced objects need them), the rest dry-run.
+	namespaces := 0
+	for namespaces < len(rest) && rest[namespaces].GetKind() == "Namespace" {
+		namespaces++
+	}
+	if namespaces != 3 {
+		t.Fatalf("%d Namespaces first, want the operator's and the owned apps, data", namespaces)
+	}
+	applied := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
 	for _, r := range applied {
 		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
 			t.Fatalf("%s: %s", r.Object, r.Message)
 		}
-	}
-	if rest[0].GetKind() != "Namespace" {
-		t.Fatalf("first object %s, want the Namespace", rest[0].GetKind())
 	}
 	// every printed Deployment (and its Service, RBAC, budget) passes the apiserver's
 	// validation: the git source, the defaults, every capability, shards
@@ -403,5 +411,35 @@ func TestInstallPrintAccepted(t *testing.T) {
 	}), client.DryRunAll)
 	if err == nil || !strings.Contains(err.Error(), "restricted") {
 		t.Errorf("a pod allowing privilege escalation: %v, want PodSecurity's refusal", err)
+	}
+}
+
+// TestInstallSaysWhatTheRBACCovers: install says on stderr whether the operator's grants
+// cover every namespace (--gitops-namespaces=*, or none named: what was asked) or a Role
+// in each owned namespace; the manifests agree.
+func TestInstallSaysWhatTheRBACCovers(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		says  string
+		roles int // Roles named universe-operator.hanzo.ai
+	}{
+		{[]string{"--gitops-namespaces=*"}, "every namespace is owned", 0},
+		{nil, "every namespace is owned", 0},
+		{[]string{"--gitops-namespaces=apps,data", "--watch-namespaces=web", "--gitops-service-account=gitops"},
+			"a Role and RoleBinding universe-operator.hanzo.ai in each owned namespace (apps,data,web)", 3},
+	} {
+		out, stderr, code := execute(t, "", append([]string{"install", "--print"}, tc.args...)...)
+		if code != 0 || !strings.Contains(stderr, tc.says) {
+			t.Errorf("install %v: exit %d, stderr %q, want it to say %q", tc.args, code, stderr, tc.says)
+		}
+		roles := 0
+		for _, o := range objects(t, out) {
+			if o.GetKind() == "Role" && o.GetName() == "universe-operator.hanzo.ai" {
+				roles++
+			}
+		}
+		if roles != tc.roles {
+			t.Errorf("install %v: %d per-namespace Roles, want %d", tc.args, roles, tc.roles)
+		}
 	}
 }

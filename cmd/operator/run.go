@@ -336,7 +336,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
 	}
-	scope, err := o.GitOps.Scope(self(o.Namespace, o.ProtectedSecrets))
+	scope, err := o.GitOps.Scope(self(o.Namespace, o.APIGroup, o.ProtectedSecrets))
 	if err != nil {
 		return nil, fmt.Errorf("gitops scope: %w", err)
 	}

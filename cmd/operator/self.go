@@ -11,8 +11,8 @@ import (
 // the Deployment and ServiceAccount, the leader-election RBAC, every Lease (the leader
 // election's, whatever --leader-election-id says), the webhook relay ConfigMap, the
 // Service, and the Secrets holding the webhook secret and the git token (named by
-// --gitops-protected-secrets).
-func self(namespace string, secrets []string) gitops.Self {
+// --gitops-protected-secrets); and the operator's identity (see gitops.Self).
+func self(namespace, group string, secrets []string) gitops.Self {
 	gk := func(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }
 	objs := []gitops.SelfObject{
 		{GroupKind: gk("apps", "Deployment"), Name: install.OperatorName},
@@ -26,7 +26,9 @@ func self(namespace string, secrets []string) gitops.Self {
 	for _, s := range secrets {
 		objs = append(objs, gitops.SelfObject{GroupKind: gk("", "Secret"), Name: s})
 	}
-	return gitops.Self{Namespace: namespace, Objects: objs}
+	// and its identity: no pod runs as its ServiceAccount, nothing binds its roles or to it
+	return gitops.Self{Namespace: namespace, Objects: objs, ServiceAccount: install.OperatorName,
+		ClusterRoles: []string{install.ClusterRoleName(group)}, Roles: []string{install.LeaderElectionRole, install.RoleName(group)}}
 }
 
 // defaultProtectedSecrets are the Secrets the install docs mount the webhook secret and

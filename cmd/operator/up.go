@@ -52,7 +52,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 	if err != nil {
 		return fmt.Errorf("--manifests: %w", err)
 	}
-	scope, err := g.Scope(self(o.Namespace, defaultProtectedSecrets))
+	scope, err := g.Scope(self(o.Namespace, o.APIGroup, defaultProtectedSecrets))
 	if err != nil {
 		return fmt.Errorf("gitops scope: %w", err)
 	}

@@ -205,6 +205,9 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		return objectSkip(o, ReasonOperatorObject,
 			"one of the operator's own objects (its Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap or Secrets): git may never write it"), false
 	}
+	if why := s.self.identity(obj, ns); why != "" {
+		return objectSkip(o, ReasonOperatorIdentity, why), false
+	}
 	if !s.vetted(ns, name) {
 		return objectSkip(o, ReasonNotInApplyScope,
 			"not in the vetted subset; add "+Ref{Namespace: ns, Name: name}.String()+" to --gitops-apply-scope (GITOPS_APPLY_SCOPE)"), false

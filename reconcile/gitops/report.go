@@ -79,7 +79,7 @@ type Summary struct {
 func (r Reason) OutOfScope() bool {
 	switch r {
 	case ReasonNoNamespace, ReasonNamespaceNotOwned, ReasonCRDNotAllowed, ReasonClusterScoped,
-		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope, ReasonOperatorObject:
+		ReasonClusterScopedWithNamespace, ReasonNotInApplyScope, ReasonOperatorObject, ReasonOperatorIdentity:
 		return true
 	}
 	return false

@@ -92,6 +92,14 @@ type Self struct {
 	// Objects are refused in Namespace; an empty Name refuses every object
 	// of the kind there.
 	Objects []SelfObject
+	// ServiceAccount is the operator's ServiceAccount in Namespace: git may
+	// not run a pod as it, bind anything to it, or declare its token Secret.
+	ServiceAccount string
+	// ClusterRoles and Roles name the operator's own roles: git may not bind
+	// them, and may not write a Role or RoleBinding of those names in any
+	// namespace (install puts the operator's Role in each one it owns).
+	ClusterRoles []string
+	Roles        []string
 }
 
 // SelfObject names one of the operator's own objects (or, with no Name,
@@ -118,6 +126,7 @@ func (s Self) protects(gk schema.GroupKind, ns, name string) bool {
 // owning the operator's namespace through "*".
 func (s Scope) WithSelf(self Self) Scope {
 	self.Objects = slices.Clone(self.Objects)
+	self.ClusterRoles, self.Roles = slices.Clone(self.ClusterRoles), slices.Clone(self.Roles)
 	s.self = self
 	return s
 }
@@ -271,6 +280,12 @@ type Options struct {
 	KubeBurst int
 	// Limits bound what the sweep reads from git.
 	Limits source.Limits
+	// ServiceAccount, when set, is the ServiceAccount the sweep applies every
+	// namespaced object as, in the object's namespace (it impersonates
+	// system:serviceaccount:<namespace>:<ServiceAccount>): a tenant declares
+	// any kind its own RBAC allows and nothing else. Namespaces and CRDs are
+	// still applied as the operator, within the scope.
+	ServiceAccount string
 }
 
 // Resync bounds.
@@ -313,6 +328,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "gitops-concurrency", o.Concurrency, "Objects a git sweep applies at once.")
 	fs.Float32Var(&o.KubeQPS, "gitops-kube-qps", o.KubeQPS, "Client-side limit of the sweep's apiserver requests per second; 0 leaves them to the apiserver's priority and fairness.")
 	fs.IntVar(&o.KubeBurst, "gitops-kube-burst", o.KubeBurst, "Burst of --gitops-kube-qps.")
+	fs.StringVar(&o.ServiceAccount, "gitops-service-account", o.ServiceAccount,
+		"Apply every namespaced object from git as this ServiceAccount of the object's namespace (impersonated), so a tenant gets only what its namespace's RBAC grants it; empty applies as the operator.")
 	o.Limits.BindFlags(fs)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
@@ -39,7 +41,8 @@ type Sweeper struct {
 
 	src      source.Source
 	scope    Scope
-	applier  *reconcile.Applier
+	applier  *reconcile.Applier // the operator's own: Namespaces, CRDs, and all without --gitops-service-account
+	as       *impersonator      // nil: no --gitops-service-account
 	mapper   resettableMapper
 	tracker  *tracker
 	trig     *Trigger
@@ -92,6 +95,11 @@ type item struct {
 // manager's 50 per second, burst 300, made a cold sync of 1 000 objects take
 // at least 14 s, whatever the apiserver could serve.
 func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) (*Sweeper, error) {
+	if opts.ServiceAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(opts.ServiceAccount); len(errs) > 0 {
+			return nil, fmt.Errorf("--gitops-service-account %q: %s", opts.ServiceAccount, strings.Join(errs, "; "))
+		}
+	}
 	cfg = sweepConfig(cfg, opts)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -121,7 +129,16 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*Record{}, inflight: map[key]bool{},
 	}
-	s.tracker = newTracker(mc, s.observe)
+	if opts.ServiceAccount != "" {
+		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
+	}
+	s.tracker = newTracker(func(ns string) (metadata.Interface, error) {
+		if s.as == nil || ns == "" {
+			return mc, nil
+		}
+		tc := s.as.get(ns)
+		return tc.meta, tc.err
+	}, s.observe)
 	registerMetrics()
 	return s, nil
 }
@@ -167,7 +184,11 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	defer s.Close()
 	log := ctrllog.FromContext(ctx).WithName("gitops")
 	ctx = logr.NewContext(ctx, log)
-	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String(), "minTriggerInterval", s.minGap.String())
+	as := ""
+	if s.as != nil {
+		as = s.as.name
+	}
+	log.Info("Starting git sweep", "scope", s.scope.String(), "interval", s.interval.String(), "minTriggerInterval", s.minGap.String(), "serviceAccount", as)
 	RunLimited(ctx, s.interval, s.minGap, s.trig, func(ctx context.Context) { s.Sweep(ctx) })
 	return nil
 }
@@ -373,7 +394,8 @@ func (s *Sweeper) resolve(ctx context.Context) {
 // namespaces when all are owned (and for cluster-scoped kinds).
 func (s *Sweeper) watchKey(it *item) watchKey {
 	wk := watchKey{GVR: it.mapping.Resource}
-	if it.mapping.Scope.Name() == meta.RESTScopeNameNamespace && !s.scope.OwnsAll() {
+	// a ServiceAccount sees its own namespace only
+	if it.mapping.Scope.Name() == meta.RESTScopeNameNamespace && (!s.scope.OwnsAll() || s.as != nil) {
 		wk.Namespace = it.key.Namespace
 	}
 	return wk
@@ -471,14 +493,21 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
 	live, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
 	var res reconcile.Result
 	rec := &Record{Digest: it.digest, Before: Fingerprint(live)}
-	if watched {
+	applier, err := s.applierFor(it)
+	switch {
+	case err != nil:
+		res = reconcile.Result{Object: reconcile.RefOf(it.Object), Action: reconcile.Failed, Err: err, Message: err.Error()}
+	case watched:
 		var after *unstructured.Unstructured
-		res, after = s.applier.ApplyKnown(ctx, it.Object, live)
+		res, after = applier.ApplyKnown(ctx, it.Object, live)
 		if after != nil {
 			rec.After = Fingerprint(after)
 		}
-	} else {
-		res = s.applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]
+	default:
+		res = applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]
+	}
+	if res.Action == reconcile.Denied && applier != s.applier {
+		res.Message += " (applied as " + s.as.User(it.key.Namespace) + ", --gitops-service-account: grant it in that namespace)"
 	}
 	rec.OK = res.Action != reconcile.Failed && res.Action != reconcile.Denied
 	rec.At = s.now()

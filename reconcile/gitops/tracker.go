@@ -24,9 +24,11 @@ type watchKey struct {
 // apiserver. onEvent sees every add, update and delete (nil meta for a
 // delete); it must not block.
 type tracker struct {
-	client  metadata.Interface
-	stop    chan struct{}
-	onEvent func(key, metav1.Object)
+	// clientFor is the metadata client a watch of a namespace ("" for all, or
+	// a cluster-scoped kind) lists with: the git path's identity there.
+	clientFor func(namespace string) (metadata.Interface, error)
+	stop      chan struct{}
+	onEvent   func(key, metav1.Object)
 
 	mu      sync.Mutex
 	watches map[watchKey]*watch
@@ -38,8 +40,8 @@ type watch struct {
 	inf cache.SharedIndexInformer
 }
 
-func newTracker(c metadata.Interface, onEvent func(key, metav1.Object)) *tracker {
-	return &tracker{client: c, stop: make(chan struct{}), onEvent: onEvent, watches: map[watchKey]*watch{}}
+func newTracker(clientFor func(string) (metadata.Interface, error), onEvent func(key, metav1.Object)) *tracker {
+	return &tracker{clientFor: clientFor, stop: make(chan struct{}), onEvent: onEvent, watches: map[watchKey]*watch{}}
 }
 
 // ensure starts the watches not yet running and waits, up to timeout, for
@@ -60,7 +62,9 @@ func (t *tracker) ensure(ctx context.Context, keys map[watchKey]schema.GroupKind
 		}
 		w := t.start(wk, gk)
 		t.watches[wk] = w
-		synced = append(synced, w.inf.HasSynced)
+		if w.inf != nil {
+			synced = append(synced, w.inf.HasSynced)
+		}
 	}
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -79,7 +83,13 @@ func (t *tracker) ensure(ctx context.Context, keys map[watchKey]schema.GroupKind
 }
 
 func (t *tracker) start(wk watchKey, gk schema.GroupKind) *watch {
-	inf := metadatainformer.NewFilteredMetadataInformer(t.client, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
+	c, err := t.clientFor(wk.Namespace)
+	if err != nil {
+		// no client, no watch (inf nil): the objects it would cover go through
+		// the get-and-dry-run path, which reports the error by object
+		return &watch{gk: gk}
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(c, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
 	emit := func(obj any, deleted bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj, deleted = d.Obj, true
@@ -110,7 +120,7 @@ func (t *tracker) live(wk watchKey, namespace, name string) (m metav1.Object, wa
 	t.mu.Lock()
 	w, ok := t.watches[wk]
 	t.mu.Unlock()
-	if !ok || !w.inf.HasSynced() {
+	if !ok || w.inf == nil || !w.inf.HasSynced() {
 		return nil, false
 	}
 	k := name

@@ -19,7 +19,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,10 +29,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
-	"github.com/openuniverse/operator/upgrade"
 )
 
 // The operator's own objects.
@@ -106,6 +103,22 @@ type InstallOptions struct {
 	// MetricsSecure says /metrics is served over HTTPS to authorized callers (run's
 	// --metrics-secure, among RunArgs): the Service's metrics port says appProtocol https.
 	MetricsSecure bool
+	// GitOpsCRDs is run's --gitops-allow-crds (among RunArgs): the git path may create and
+	// patch CustomResourceDefinitions, and the RBAC grants that.
+	GitOpsCRDs bool
+	// OwnedNamespaces are the namespaces the operator's loops work in (the git sweep's
+	// --gitops-namespaces and --watch-namespaces): a Role and RoleBinding in each, created
+	// if missing. Empty, or "*" among them, owns every namespace: the grants are then one
+	// ClusterRole bound cluster-wide (see RBAC).
+	OwnedNamespaces []string
+	// GitServiceAccount is `operator run --gitops-service-account`: the operator may
+	// impersonate that ServiceAccount, and no other, in each owned namespace, and the git
+	// path's own grants are dropped (see Needs).
+	GitServiceAccount string
+	// TenantPullSource is the tenants loop's --tenant-pull-secret-source as
+	// namespace/name; empty means <Namespace>/<the default pull Secret>. In the operator's
+	// namespace the operator may get that one Secret there.
+	TenantPullSource string
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -276,9 +289,8 @@ func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// OperatorObjects returns the operator's objects in apply stages: the Namespace; the
-// ClusterRole, ClusterRoleBinding, leader-election Role and RoleBinding and ServiceAccount;
-// the Deployment. mapper resolves the children's Kinds to resources.
+// OperatorObjects returns the operator's objects in apply stages: the Namespace (and the
+// owned ones); the RBAC (see RBAC) and ServiceAccount; the Deployment. mapper resolves the children's Kinds to resources.
 func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([][]*unstructured.Unstructured, error) {
 	if err := kinds.ValidateGroup(o.APIGroup); err != nil {
 		return nil, err
@@ -295,46 +307,26 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 			return nil, fmt.Errorf("install: the %s Secret %s needs a key", flag, sk.Name)
 		}
 	}
-	role, err := ClusterRole(o.APIGroup, reg, mapper)
+	rbac, err := RBAC(o, reg, mapper)
 	if err != nil {
 		return nil, err
 	}
 	labels := operatorLabels()
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: OperatorName, Namespace: o.Namespace}}
+	namespaces := []client.Object{&corev1.Namespace{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "Namespace"),
+		ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: labels}}}
+	if !o.OwnsAll() {
+		// the owned namespaces hold the operator's Roles: they exist before them
+		for _, ns := range dedupe(o.OwnedNamespaces) {
+			if ns != o.Namespace {
+				namespaces = append(namespaces, &corev1.Namespace{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "Namespace"),
+					ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			}
+		}
+	}
 	typed := [][]client.Object{
-		{&corev1.Namespace{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "Namespace"),
-			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: labels}}},
-		{
-			role,
-			&rbacv1.ClusterRoleBinding{
-				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"),
-				ObjectMeta: metav1.ObjectMeta{Name: role.Name, Labels: labels},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-				Subjects:   subject,
-			},
-			&rbacv1.Role{
-				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"),
-				ObjectMeta: metav1.ObjectMeta{Name: LeaderElectionRole, Namespace: o.Namespace, Labels: labels},
-				Rules: []rbacv1.PolicyRule{{
-					APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
-					Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
-				}, {
-					// the webhook relay: a standby stamps one ConfigMap, the leader watches it
-					APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{WebhookRelay},
-					Verbs: []string{"get", "list", "watch", "patch"},
-				}, {
-					APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"},
-				}},
-			},
-			&rbacv1.RoleBinding{
-				TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "RoleBinding"),
-				ObjectMeta: metav1.ObjectMeta{Name: LeaderElectionRole, Namespace: o.Namespace, Labels: labels},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: LeaderElectionRole},
-				Subjects:   subject,
-			},
-			&corev1.ServiceAccount{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "ServiceAccount"),
-				ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: labels}},
-		},
+		namespaces,
+		append(rbac, &corev1.ServiceAccount{TypeMeta: typeMeta(corev1.SchemeGroupVersion.String(), "ServiceAccount"),
+			ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: labels}}),
 		{Service(o), Deployment(o)},
 	}
 	if pdb := PodDisruptionBudget(o); pdb != nil {
@@ -356,129 +348,6 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 		out = append(out, objs)
 	}
 	return out, nil
-}
-
-// Verbs of the ClusterRole. The git path never deletes and a controller never deletes its
-// own CR; children are deleted when their CR stops wanting them.
-var (
-	verbsCR       = []string{"get", "list", "watch", "create", "patch"}
-	verbsStatus   = []string{"get", "patch", "update"}
-	verbsChildren = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbsRead     = []string{"get", "list", "watch"}
-	verbsEvents   = []string{"create", "patch"}
-	// verbsPreflight: the pre-flight resources are created once and deleted, never patched.
-	verbsPreflight = []string{"get", "list", "watch", "create", "delete"}
-)
-
-// ClusterRole returns the operator's ClusterRole for universe group, generated from what
-// the code needs:
-//   - every Kind of the CRD bundle (the universe, kms and chain families): read, create and
-//     patch (the git path applies them) and their /status; no delete, except for a Kind that
-//     is also a child the controllers prune (KMSSecret);
-//   - every child Kind a Registry entry owns, resolved to its resource through mapper:
-//     read, create, patch and delete (the controllers prune children by owner uid);
-//   - Pods: read (a controller explains a workload stuck on its pods), create and delete
-//     (pre-flight pods), as for PersistentVolumeClaims and VolumeSnapshots (pre-flight clones);
-//   - ReplicaSets: read (the deploy plane's resource tree shows them between a Deployment and its Pods);
-//   - Namespaces (the git path applies owned ones) and CRDs: read, create and patch;
-//   - Events (core and events.k8s.io): create and patch;
-//   - Secrets: get (the Secrets an ImageUpdate names; never listed or watched);
-//   - TokenReviews and SubjectAccessReviews: create (`operator run --metrics-secure`).
-//
-// The Lease lives in a Role of the operator's namespace. Rules are sorted by API group,
-// resources within a rule by name.
-func ClusterRole(group string, reg kinds.Registry, mapper meta.RESTMapper) (*rbacv1.ClusterRole, error) {
-	crds, err := kinds.CRDs(group)
-	if err != nil {
-		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
-	}
-	// The luxfi lux.network Kinds are in the Registry whether or not their CRDs
-	// (`operator crds --lux-network-kinds`) are installed: the role covers them, so
-	// installing those CRDs later needs no new RBAC.
-	lux, err := kinds.LuxNetworkCRDs()
-	if err != nil {
-		return nil, fmt.Errorf("lux.network CRDs: %w", err)
-	}
-	crds = append(crds, lux...)
-	crPlurals := map[string][]string{}        // group -> plurals
-	crByKind := map[schema.GroupKind]string{} // -> plural
-	for _, crd := range crds {
-		crPlurals[crd.Spec.Group] = append(crPlurals[crd.Spec.Group], crd.Spec.Names.Plural)
-		crByKind[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd.Spec.Names.Plural
-	}
-	children, prunedCRs, err := childResources(group, reg, mapper, crByKind)
-	if err != nil {
-		return nil, err
-	}
-	var rules []rbacv1.PolicyRule
-	rule := func(g string, resources, verbs []string) {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: resources, Verbs: verbs})
-	}
-	for _, g := range sortedKeys(crPlurals) {
-		plurals := dedupe(crPlurals[g])
-		status := make([]string, len(plurals))
-		for i, p := range plurals {
-			status[i] = p + "/status"
-		}
-		rule(g, plurals, verbsCR)
-		rule(g, status, verbsStatus)
-		if pruned := prunedCRs[g]; len(pruned) > 0 {
-			rule(g, dedupe(pruned), []string{"delete"})
-		}
-	}
-	for _, g := range sortedKeys(children) {
-		rule(g, dedupe(children[g]), verbsChildren)
-		if g == "" {
-			rule(g, []string{"namespaces"}, verbsCR)
-			// pods: read, and create/delete for the upgrade machine's pre-flight pods, as for
-			// its clone claims
-			rule(g, []string{"persistentvolumeclaims", "pods"}, verbsPreflight)
-			rule(g, []string{"events"}, verbsEvents)
-		}
-		if g == "apps" {
-			rule(g, []string{"replicasets"}, verbsRead)
-		}
-	}
-	rule(upgrade.SnapshotGroup, []string{"volumesnapshots"}, verbsPreflight)
-	rule("apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsCR)
-	rule("events.k8s.io", []string{"events"}, verbsEvents)
-	// --metrics-secure: /metrics authenticates its caller by TokenReview and authorizes
-	// it by SubjectAccessReview (controller-runtime's filters.WithAuthenticationAndAuthorization)
-	rule("authentication.k8s.io", []string{"tokenreviews"}, []string{"create"})
-	rule("authorization.k8s.io", []string{"subjectaccessreviews"}, []string{"create"})
-	rules = append(rules, tenantRules()...)
-	return &rbacv1.ClusterRole{
-		TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
-		ObjectMeta: metav1.ObjectMeta{Name: OperatorName + "." + group, Labels: operatorLabels()},
-		Rules:      rules,
-	}, nil
-}
-
-// childResources resolves every child Kind the Registry's entries own to its resource,
-// by API group. Children that are custom resources of the bundle come back apart, in
-// prunedCRs.
-func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, crByKind map[schema.GroupKind]string) (children, prunedCRs map[string][]string, err error) {
-	children = map[string][]string{"": nil}
-	prunedCRs = map[string][]string{}
-	refs := make([]kinds.Ref, 0, len(reg))
-	for ref := range reg {
-		refs = append(refs, ref)
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
-	for _, ref := range refs {
-		for _, gvk := range reg[ref].OwnedGVKs(group) {
-			if plural, ok := crByKind[gvk.GroupKind()]; ok {
-				prunedCRs[gvk.Group] = append(prunedCRs[gvk.Group], plural)
-				continue
-			}
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return nil, nil, fmt.Errorf("resolve %s, a child of %s, to its resource: %w", gvk, ref, err)
-			}
-			children[gvk.Group] = append(children[gvk.Group], m.Resource.Resource)
-		}
-	}
-	return children, prunedCRs, nil
 }
 
 // Deployment returns the operator's Deployment: o.Replicas replicas (leader election on
@@ -754,17 +623,4 @@ func dedupe(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)
 	return slices.Compact(s)
-}
-
-// tenantRules are what tenant onboarding (drive.Tenants) needs beyond the children's
-// rules: its RoleBindings and pull Secrets, and bind on exactly the one tenant ClusterRole
-// it grants (the apiserver refuses a RoleBinding to a ClusterRole whose permissions the
-// creator neither holds nor may bind). It never creates a ClusterRoleBinding.
-func tenantRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{drive.DefaultTenantOptions().ClusterRole}, Verbs: []string{"bind"}},
-		// get also serves an ImageUpdate's registry, git and signing Secrets (never listed or watched)
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "patch"}},
-	}
 }

@@ -10,15 +10,12 @@ import (
 	"time"
 
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
-	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -276,96 +273,5 @@ spec: {holderIdentity: me}
 		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}
 	if err := sa.Create(ctx, sar); err != nil {
 		t.Errorf("create a SubjectAccessReview (--metrics-secure): %v", err)
-	}
-}
-
-// TestClusterRole checks the generated rules: every CR resource and its status, every child
-// resource, no delete on any CR group, no wildcard.
-func TestClusterRole(t *testing.T) {
-	mapper := testrestmapper.TestOnlyStaticRESTMapper(clientgoscheme.Scheme)
-	role, err := install.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if role.Name != "universe-operator.lux.cloud" {
-		t.Errorf("name %q", role.Name)
-	}
-	grants := map[string][]string{} // group/resource -> verbs
-	for _, r := range role.Rules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				if g == "*" || res == "*" || slices.Contains(r.Verbs, "*") {
-					t.Errorf("wildcard rule %+v", r)
-				}
-				grants[g+"/"+res] = append(grants[g+"/"+res], r.Verbs...)
-			}
-		}
-	}
-	cases := map[string]struct {
-		resource string
-		want     []string
-	}{
-		"universe CR":       {"lux.cloud/services", []string{"get", "list", "watch", "create", "patch"}},
-		"universe status":   {"lux.cloud/services/status", []string{"get", "patch", "update"}},
-		"legacy CR":         {"lux.cloud/hanzoservices", []string{"get", "list", "watch", "create", "patch"}},
-		"kms CR and child":  {"kms.lux.cloud/kmssecrets", []string{"get", "list", "watch", "create", "patch", "delete"}},
-		"chain CR":          {"bootno.de/networks", []string{"get", "list", "watch", "create", "patch"}},
-		"deployments":       {"apps/deployments", []string{"get", "list", "watch", "create", "patch", "delete"}},
-		"statefulsets":      {"apps/statefulsets", []string{"get", "list", "watch", "create", "patch", "delete"}},
-		"services":          {"/services", []string{"get", "list", "watch", "create", "patch", "delete"}},
-		"hpa":               {"autoscaling/horizontalpodautoscalers", []string{"get", "list", "watch", "create", "patch", "delete"}},
-		"namespaces":        {"/namespaces", []string{"get", "list", "watch", "create", "patch"}},
-		"pods":              {"/pods", []string{"get", "list", "watch", "create", "delete"}},
-		"clone claims":      {"/persistentvolumeclaims", []string{"get", "list", "watch", "create", "delete"}},
-		"volumesnapshots":   {"snapshot.storage.k8s.io/volumesnapshots", []string{"get", "list", "watch", "create", "delete"}},
-		"replicasets":       {"apps/replicasets", []string{"get", "list", "watch"}},
-		"crds":              {"apiextensions.k8s.io/customresourcedefinitions", []string{"get", "list", "watch", "create", "patch"}},
-		"events":            {"/events", []string{"create", "patch"}},
-		"events.k8s.io":     {"events.k8s.io/events", []string{"create", "patch"}},
-		"no leases cluster": {"coordination.k8s.io/leases", nil},
-		"secrets":           {"/secrets", []string{"get", "create", "patch"}},
-		"tokenreviews":      {"authentication.k8s.io/tokenreviews", []string{"create"}},
-		"sars":              {"authorization.k8s.io/subjectaccessreviews", []string{"create"}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, grants[tc.resource]); diff != "" {
-				t.Errorf("verbs on %s (-want +got):\n%s", tc.resource, diff)
-			}
-		})
-	}
-	for _, group := range []string{"lux.cloud", "kms.lux.cloud", "bootno.de"} {
-		for key, verbs := range grants {
-			if key == "kms.lux.cloud/kmssecrets" {
-				continue // a child the controllers prune
-			}
-			if strings.HasPrefix(key, group+"/") && slices.Contains(verbs, "delete") {
-				t.Errorf("delete granted on custom resource %s", key)
-			}
-		}
-	}
-	// tenant onboarding: bind on exactly the tenant ClusterRole, never on any other
-	binds := 0
-	for _, r := range role.Rules {
-		if slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "escalate") {
-			binds++
-			if !slices.Equal(r.Resources, []string{"clusterroles"}) || !slices.Equal(r.ResourceNames, []string{"hanzo-cloud-platform-tenant"}) || !slices.Equal(r.Verbs, []string{"bind"}) {
-				t.Errorf("bind not scoped to the tenant ClusterRole: %+v", r)
-			}
-		}
-	}
-	if binds != 1 {
-		t.Errorf("%d rules grant bind, want 1", binds)
-	}
-	if !slices.Contains(grants["rbac.authorization.k8s.io/rolebindings"], "create") || grants["rbac.authorization.k8s.io/clusterrolebindings"] != nil {
-		t.Errorf("rolebindings %v, clusterrolebindings %v: want RoleBindings created, no ClusterRoleBindings",
-			grants["rbac.authorization.k8s.io/rolebindings"], grants["rbac.authorization.k8s.io/clusterrolebindings"])
-	}
-	again, err := install.ClusterRole("lux.cloud", kinds.Builtin(), mapper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(role.Rules, again.Rules); diff != "" {
-		t.Errorf("rules not deterministic:\n%s", diff)
 	}
 }

@@ -19,12 +19,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-github/v66/github"
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/transport"
 )
 
 // DefaultBaseURL is the public GitHub API.
@@ -142,7 +142,11 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	if source.NoCredentials(creds) {
 		creds = nil
 	}
-	gh := github.NewClient(newHTTPClient(o, creds, base.Host))
+	hc, err := newHTTPClient(o, creds, base.String())
+	if err != nil {
+		return nil, fmt.Errorf("github api url: %w", err)
+	}
+	gh := github.NewClient(hc)
 	gh.BaseURL = base
 	gh.UserAgent = "universe-operator-gitops"
 	return &Source{
@@ -158,26 +162,17 @@ func New(creds source.Credentials, o Options) (*Source, error) {
 	}, nil
 }
 
-// newHTTPClient layers: retries (outside) → token header and reload on 401 →
-// a pooled transport.
-func newHTTPClient(o Options, creds source.Credentials, host string) *http.Client {
-	rc := retryablehttp.NewClient()
-	rc.Logger = nil
-	rc.RetryMax = o.RetryMax
-	rc.RetryWaitMin = 500 * time.Millisecond
-	rc.RetryWaitMax = 30 * time.Second
-	rc.CheckRetry = checkRetry(o.MaxRetryAfter)
-	rc.Backoff = backoff
-	rc.RequestLogHook = logRetry
-	rc.ResponseLogHook = logResponse
-	// Hand the last response to go-github, which turns it into a typed
-	// error (rate limit, not found …) instead of a bare "giving up".
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	rc.HTTPClient = &http.Client{
-		Timeout:   o.Timeout,
-		Transport: &authTransport{creds: creds, host: host, base: cleanhttp.DefaultPooledTransport()},
-	}
-	return rc.StandardClient()
+// newHTTPClient is the one outbound client (source/transport): retries (outside) → the
+// token, only to the API's origin, re-read once on a 401 → a pooled transport. A redirect to
+// another host (GitHub's CDN) is followed without the token.
+func newHTTPClient(o Options, creds source.Credentials, base string) (*http.Client, error) {
+	hc, _, err := transport.New(base, transport.Auth{Bearer: creds}, transport.Options{
+		Peer: "GitHub", Anonymous: true, Timeout: o.Timeout,
+		RetryMax: o.RetryMax, RetryWaitMin: 500 * time.Millisecond, RetryWaitMax: 30 * time.Second,
+		CheckRetry: checkRetry(o.MaxRetryAfter), Backoff: backoff,
+		RequestLogHook: logRetry, ResponseLogHook: logResponse,
+	})
+	return hc, err
 }
 
 // logRetry logs every attempt after the first.
