@@ -56,7 +56,7 @@ say "running the operator (log: $STATE/operator.log)"
   --git-url "$REPO" --git-username git --gitops-token-file "$STATE/git/password" \
   --gitops-namespaces demo --gitops-resync 15s --gitops-webhook-insecure \
   --webhook-bind-address "127.0.0.1:$PROBE_PORT" --health-probe-bind-address "127.0.0.1:$((PROBE_PORT + 1))" \
-  --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+  --metrics-bind-address "127.0.0.1:$METRICS_PORT" --log-format console \
   >"$STATE/operator.log" 2>&1 &
 pids+=($!)
 

@@ -157,17 +157,24 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, af
 		log.Info("apps drive loop idle: no --drive-platform-url")
 		return nil
 	}
-	if d.TokenFile == "" {
-		return errors.New("--drive-token-file is required with --drive-platform-url")
+	var creds source.Credentials
+	switch {
+	case d.TokenFile != "":
+		tf, err := source.OpenTokenFile(d.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--drive-token-file: %w", err)
+		}
+		if err := mgr.Add(watchFile(tf, log.WithName("drive-token"))); err != nil {
+			return err
+		}
+		creds = tf
+	case o.driveToken != nil: // the Rust operator's APPS_SERVICE_TOKEN …, held in memory
+		log.Info("apps drive: the platform token is the environment's " + o.driveToken.From + ", held in memory; prefer --drive-token-file (a mounted Secret, rotated without a restart)")
+		creds = o.driveToken
+	default:
+		return errors.New("--drive-token-file (or APPS_SERVICE_TOKEN) is required with --drive-platform-url")
 	}
-	tf, err := source.OpenTokenFile(d.TokenFile)
-	if err != nil {
-		return fmt.Errorf("--drive-token-file: %w", err)
-	}
-	if err := mgr.Add(watchFile(tf, log.WithName("drive-token"))); err != nil {
-		return err
-	}
-	p, err := drive.NewPlatform(d.PlatformURL, d.OrgID, tf)
+	p, err := drive.NewPlatform(d.PlatformURL, d.OrgID, creds)
 	if err != nil {
 		return fmt.Errorf("--drive-platform-url: %w", err)
 	}
@@ -209,9 +216,13 @@ func setupAgents(mgr ctrl.Manager, o *runOptions, log logr.Logger) error {
 		}
 		return tf, mgr.Add(watchFile(tf, log.WithName(flag)))
 	}
-	cloudTok, err := open("agent-cloud-token-file", d.CloudTokenFile)
-	if err != nil {
+	var cloudTok source.Credentials
+	if tf, err := open("agent-cloud-token-file", d.CloudTokenFile); err != nil {
 		return err
+	} else if tf != nil {
+		cloudTok = tf
+	} else if o.agentToken != nil { // AGENT_DEPLOY_SERVICE_TOKEN, held in memory
+		cloudTok = o.agentToken
 	}
 	id, err := open("agent-visor-client-id-file", d.VisorIDFile)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,32 +27,54 @@ import (
 // defaultImage is the operator image of this build (hack/image tags it with the version).
 func defaultImage() string { return "ghcr.io/openuniverse/operator:" + version }
 
-// runPassThrough are the `operator run` flags `operator install` takes as they are and
-// passes to the installed Deployment when set: the git source, the sweep's scope and
-// cadence, the log level. Files (token, webhook secret) come from Secrets instead, and
-// --git-ssh-key-file and the cache dir are left out: install mounts neither.
-var runPassThrough = []string{
-	"git-url", "git-branch", "git-path", "git-username",
-	"github-repository", "github-branch", "github-path", "github-api-url",
-	"gitops-resync", "gitops-namespaces", "gitops-apply-scope", "gitops-service-account", "watch-namespaces",
-	"controllers", "log-level",
-	// the drive, tenants and agents loops (their token files come from Secrets too; the
-	// tenant ClusterRole is fixed, since install grants bind on exactly that one)
-	"drive-platform-url", "drive-org-id", "drive-cluster", "drive-mode", "drive-allow", "drive-interval", "drive-rollout-timeout",
-	"tenant-label", "tenant-rolebinding", "tenant-subject", "tenant-pull-secret", "tenant-pull-secret-source",
-	"agent-deploy-mode", "agent-cloud-url", "agent-visor-url",
+// processLocal are the `operator run` flags install does not pass to the Deployment, each
+// with why. Every other run flag is an install flag too and reaches the Deployment as
+// --name=value when given (or when installDefaults sets it), so a new run flag is installable
+// the day it is added; TestEveryRunSettingIsInstallable fails for a field neither passed nor
+// listed here.
+var processLocal = map[string]string{
+	"config":                               "install renders every setting as a flag of the Deployment; a file would be a second source",
+	"kubeconfig":                           "the pod uses its ServiceAccount's in-cluster config",
+	"api-group":                            "install's own --api-group; the pod gets OPERATOR_API_GROUP",
+	"namespace":                            "install's own --namespace; the pod reads OPERATOR_NAMESPACE from the downward API",
+	"leader-elect":                         "set from --replicas: on above one replica",
+	"health-probe-bind-address":            "fixed at the port the liveness and readiness probes use",
+	"webhook-bind-address":                 "fixed at the port the Service's webhook targets",
+	"metrics-bind-address":                 "fixed at the Service's metrics port",
+	"pprof-bind-address":                   "profiles are unauthenticated: never served by an installed pod (use operator run locally)",
+	"gitops-token-file":                    "mounted from --gitops-token-secret",
+	"gitops-webhook-secret-file":           "mounted from --gitops-webhook-secret",
+	"gitops-webhook-insecure":              "an installed webhook never runs open: a git source needs --gitops-webhook-secret",
+	"drive-token-file":                     "mounted from --drive-token-secret",
+	"agent-cloud-token-file":               "mounted from --agent-cloud-token-secret",
+	"agent-visor-client-id-file":           "mounted from --agent-visor-secret (key client-id)",
+	"agent-visor-client-secret-file":       "mounted from --agent-visor-secret (key client-secret)",
+	"git-ssh-key-file":                     "mounted from --git-ssh-secret (key identity)",
+	"git-known-hosts-file":                 "mounted from --git-ssh-secret (key known_hosts)",
+	"deploy-plane-oidc-client-secret-file": "mounted from --deploy-plane-oidc-client-secret",
+	"git-cache-dir":                        "the default, under the pod's writable emptyDir /tmp (the root file system is read-only)",
+	"tenant-clusterrole":                   "install grants bind on exactly the default tenant ClusterRole",
 }
 
-// installControllers are the loops an installed operator runs unless --controllers says
-// otherwise: operator run's default and tenant onboarding, whose RBAC install always grants.
-var installControllers = []string{loopKinds, loopGitOps, loopImageUpdate, loopTenants}
+// installDefaults are the run flags whose installed default differs from run's, passed to
+// the Deployment whether given or not: loops the installed RBAC covers, secure metrics, the
+// report behind the apiserver's authn/authz, JSON logs.
+var installDefaults = map[string]string{
+	"controllers":         strings.Join([]string{loopKinds, loopGitOps, loopImageUpdate, loopTenants}, ","),
+	"metrics-secure":      "true",
+	"gitops-report-authz": "true",
+	"log-format":          "json",
+}
 
-// installFlags are the flags of `operator install`.
+// installFlags are the flags of `operator install` (and `operator up`).
 type installFlags struct {
 	o          install.InstallOptions
 	kubeconfig string
 	print      bool
 	fs         *pflag.FlagSet
+	// run holds the run flags install takes; run flags are bound to it (runFlags).
+	run      *runOptions
+	runFlags *pflag.FlagSet
 }
 
 // newInstallCommand returns `operator install`, which server-side applies the CRD bundle
@@ -67,10 +91,13 @@ func newInstallCommand() *cobra.Command {
 			"Role and binding, Service (webhook and metrics), Deployment and, with --replicas above 1, a\n" +
 			"PodDisruptionBudget, under the field manager " + reconcile.ManagerInstall + ".\n" +
 			"Idempotent: a second run reports every object in-sync. Prints one line per object.\n\n" +
-			"The git source flags are those of `operator run` and reach the Deployment as they are.\n" +
-			"The token and the webhook secret are read from Secrets in --namespace, mounted read-only.\n" +
-			"Run it again with a new --image to upgrade. With --print, write the manifests to stdout\n" +
-			"instead and touch no cluster.",
+			"Every flag of `operator run` is an install flag (but those install sets itself: the\n" +
+			"ports, leader election, the files) and reaches the Deployment as given. Installed\n" +
+			"defaults: --metrics-secure and --gitops-report-authz on, --log-format=json.\n" +
+			"Credentials come from Secrets in --namespace, mounted read-only: the git token, the\n" +
+			"webhook secret, the ssh key and known_hosts, the drive and agents tokens, the deploy\n" +
+			"plane's OAuth client secret. Run it again with a new --image to upgrade. With --print,\n" +
+			"write the manifests to stdout instead and touch no cluster.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.complete(); err != nil {
@@ -85,7 +112,13 @@ func newInstallCommand() *cobra.Command {
 			return runInstall(cmd, f)
 		},
 	}
-	fs := cmd.Flags()
+	f.bind(cmd.Flags())
+	cmd.Flags().BoolVar(&f.print, "print", false, "Write the manifests to stdout instead of applying them; needs no cluster.")
+	return cmd
+}
+
+// bind registers install's flags on fs: its own and every installable run flag.
+func (f *installFlags) bind(fs *pflag.FlagSet) {
 	o := &f.o
 	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
 	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; holds its Secrets and Lease.")
@@ -97,32 +130,64 @@ func newInstallCommand() *cobra.Command {
 	fs.StringVar(&o.TokenSecret.Key, "gitops-token-secret-key", "token", "Key of the token in --gitops-token-secret.")
 	fs.StringVar(&o.WebhookSecret.Name, "gitops-webhook-secret", "", "Secret holding the push webhook's HMAC secret (passed as --gitops-webhook-secret-file); required with a git source.")
 	fs.StringVar(&o.WebhookSecret.Key, "gitops-webhook-secret-key", "secret", "Key of the HMAC secret in --gitops-webhook-secret.")
+	fs.StringVar(&o.GitSSHSecret, "git-ssh-secret", "", "Secret holding the ssh private key (key identity) and the host keys (key known_hosts) of an ssh --git-url; host keys are always checked.")
 	fs.StringVar(&o.DriveTokenSecret.Name, "drive-token-secret", "", "Secret holding the platform's Bearer token for the drive loop (passed as --drive-token-file).")
 	fs.StringVar(&o.DriveTokenSecret.Key, "drive-token-secret-key", "token", "Key of the token in --drive-token-secret.")
 	fs.StringVar(&o.AgentCloudTokenSecret.Name, "agent-cloud-token-secret", "", "Secret holding the cloud API token for the agents loop (passed as --agent-cloud-token-file).")
 	fs.StringVar(&o.AgentCloudTokenSecret.Key, "agent-cloud-token-secret-key", "token", "Key of the token in --agent-cloud-token-secret.")
 	fs.StringVar(&o.AgentVisorSecret, "agent-visor-secret", "", "Secret holding visor's IAM client id and secret under the keys client-id and client-secret (agents loop).")
-	fs.BoolVar(&f.print, "print", false, "Write the manifests to stdout instead of applying them; needs no cluster.")
+	fs.StringVar(&o.PlaneClientSecret.Name, "deploy-plane-oidc-client-secret", "", "Secret holding the deploy plane's OAuth client secret (passed as --deploy-plane-oidc-client-secret-file).")
+	fs.StringVar(&o.PlaneClientSecret.Key, "deploy-plane-oidc-client-secret-key", "client-secret", "Key of the client secret in --deploy-plane-oidc-client-secret.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	run := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	(&runOptions{}).BindFlags(run)
-	for _, name := range runPassThrough {
-		fs.AddFlag(run.Lookup(name))
-	}
+	f.run = &runOptions{}
+	f.runFlags = pflag.NewFlagSet("run", pflag.ContinueOnError)
+	f.run.BindFlags(f.runFlags)
+	f.runFlags.VisitAll(func(fl *pflag.Flag) {
+		if _, local := processLocal[fl.Name]; local {
+			return
+		}
+		if v, ok := installDefaults[fl.Name]; ok {
+			// a slice's Set appends after the first call: Replace keeps a given flag replacing it
+			var err error
+			if sv, ok := fl.Value.(pflag.SliceValue); ok {
+				err = sv.Replace(strings.Split(v, ","))
+			} else {
+				err = fl.Value.Set(v)
+			}
+			if err != nil {
+				panic(fmt.Sprintf("install default --%s=%s: %v", fl.Name, v, err))
+			}
+			fl.DefValue = v
+		}
+		fs.AddFlag(fl)
+	})
 	f.fs = fs
-	return cmd
+}
+
+// passThrough returns the Deployment's `operator run` arguments of the installable run
+// flags, sorted by name: those given and those with an installed default. --controllers
+// goes apart (InstallOptions.Controllers).
+func (f *installFlags) passThrough() []string {
+	var args []string
+	f.runFlags.VisitAll(func(fl *pflag.Flag) {
+		if _, local := processLocal[fl.Name]; local || fl.Name == "controllers" {
+			return
+		}
+		if _, def := installDefaults[fl.Name]; fl.Changed || def {
+			args = append(args, "--"+fl.Name+"="+flagValue(fl))
+		}
+	})
+	return args
 }
 
 // complete turns the pass-through flags into the Deployment's `operator run` arguments and
 // refuses what the installed operator could not run with.
 func (f *installFlags) complete() error {
+	r := f.run
 	get := func(name string) string { return flagValue(f.fs.Lookup(name)) }
-	f.o.RunArgs = nil
-	for _, name := range runPassThrough {
-		if fl := f.fs.Lookup(name); fl.Changed && name != "controllers" {
-			f.o.RunArgs = append(f.o.RunArgs, "--"+name+"="+flagValue(fl))
-		}
-	}
+	f.o.RunArgs = f.passThrough()
+	f.o.MetricsSecure, f.o.GitOpsCRDs = r.MetricsSecure, r.GitOps.CRDs
+	f.o.PlanePort = 0
 	// The RBAC covers the namespaces the loops work in; every namespace only when asked
 	// (--gitops-namespaces=*, or none named). Named, the caches are kept to them too.
 	owned := append(gitops.SplitList(get("gitops-namespaces")), gitops.SplitList(get("watch-namespaces"))...)
@@ -140,14 +205,13 @@ func (f *installFlags) complete() error {
 		if f.o.Shards > 0 {
 			sel = "!" + reconcile.ShardLabel
 		}
-		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","),
-			"--leader-election-id="+reconcile.Shard{LabelSelector: sel}.LeaseID(install.OperatorName+"."+f.o.APIGroup))
+		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","))
+		if !f.fs.Lookup("leader-election-id").Changed {
+			f.o.RunArgs = append(f.o.RunArgs, "--leader-election-id="+reconcile.Shard{LabelSelector: sel}.LeaseID(install.OperatorName+"."+f.o.APIGroup))
+		}
 	}
-	f.o.Controllers = slices.Clone(installControllers)
-	if fl := f.fs.Lookup("controllers"); fl.Changed {
-		f.o.Controllers = fl.Value.(pflag.SliceValue).GetSlice()
-	}
-	gitURL, repo := get("git-url"), get("github-repository")
+	f.o.Controllers = slices.Clone(r.Controllers)
+	gitURL, repo := r.Git.URL, r.GitHub.Repository
 	hasSource := gitURL != "" || repo != ""
 	switch {
 	case f.o.Replicas < 1:
@@ -158,32 +222,68 @@ func (f *installFlags) complete() error {
 		return nil
 	case gitURL != "" && repo != "":
 		return errors.New("set one of --git-url and --github-repository, not both")
-	case isSSH(gitURL):
-		return fmt.Errorf("--git-url %s: install mounts no ssh key; use an https URL with --gitops-token-secret", gitURL)
+	case isSSH(gitURL) && f.o.GitSSHSecret == "":
+		return fmt.Errorf("--git-url %s: an ssh URL needs --git-ssh-secret (keys identity and known_hosts)", gitURL)
+	case !isSSH(gitURL) && f.o.GitSSHSecret != "":
+		return errors.New("--git-ssh-secret needs an ssh --git-url (ssh://… or user@host:path)")
 	case !hasSource && (f.o.TokenSecret.Name != "" || f.o.WebhookSecret.Name != ""):
 		return errors.New("--gitops-token-secret and --gitops-webhook-secret need a git source (--git-url or --github-repository)")
 	case hasSource && !slices.Contains(f.o.Controllers, "gitops"):
 		return fmt.Errorf("a git source is set but --controllers=%s runs no gitops loop", strings.Join(f.o.Controllers, ","))
 	case hasSource && f.o.WebhookSecret.Name == "":
 		return errors.New("a git source needs --gitops-webhook-secret: POST /reconcile refuses unsigned requests in the cluster")
+	case f.o.Shards > 0 && f.runFlags.Changed("watch-label-selector"):
+		return errors.New("--watch-label-selector and --shards: the shards set the selectors themselves")
 	}
 	if err := checkLoops(f.o.Controllers); err != nil {
 		return err
 	}
+	if _, err := newLogger(r.LogFormat, r.LogLevel); err != nil {
+		return err
+	}
+	d := r.Drive
 	drive, agents := slices.Contains(f.o.Controllers, loopDrive), slices.Contains(f.o.Controllers, loopAgents)
 	switch {
-	case !drive && (f.o.DriveTokenSecret.Name != "" || get("drive-platform-url") != ""):
+	case !drive && (f.o.DriveTokenSecret.Name != "" || d.PlatformURL != ""):
 		return errors.New("--drive-platform-url and --drive-token-secret configure the drive loop, which --controllers does not run")
-	case drive && get("drive-platform-url") != "" && f.o.DriveTokenSecret.Name == "":
+	case drive && d.PlatformURL != "" && f.o.DriveTokenSecret.Name == "":
 		return errors.New("the drive loop needs --drive-token-secret with --drive-platform-url: the platform's token comes from a Secret")
 	case !agents && (f.o.AgentCloudTokenSecret.Name != "" || f.o.AgentVisorSecret != ""):
 		return errors.New("--agent-cloud-token-secret and --agent-visor-secret configure the agents loop, which --controllers does not run")
-	case get("agent-cloud-url") != "" && f.o.AgentCloudTokenSecret.Name == "":
+	case d.CloudURL != "" && f.o.AgentCloudTokenSecret.Name == "":
 		return errors.New("--agent-cloud-url needs --agent-cloud-token-secret")
-	case get("agent-visor-url") != "" && f.o.AgentVisorSecret == "":
+	case d.VisorURL != "" && f.o.AgentVisorSecret == "":
 		return errors.New("--agent-visor-url needs --agent-visor-secret (keys client-id and client-secret)")
 	}
+	if p := r.Plane; p.Enabled() {
+		if p.Auth.Issuer == "" {
+			return errors.New("--deploy-plane-bind-address needs --deploy-plane-oidc-issuer: the plane never runs open")
+		}
+		port, err := bindPort(p.BindAddress)
+		if err != nil {
+			return fmt.Errorf("--deploy-plane-bind-address: %w", err)
+		}
+		if port == install.ProbePort || port == install.WebhookPort || port == install.MetricsPort {
+			return fmt.Errorf("--deploy-plane-bind-address %s: port %d is the operator's own", p.BindAddress, port)
+		}
+		f.o.PlanePort = port
+	} else if f.o.PlaneClientSecret.Name != "" || r.Plane.Auth.Issuer != "" {
+		return errors.New("--deploy-plane-oidc-issuer and --deploy-plane-oidc-client-secret configure the deploy plane, which needs --deploy-plane-bind-address")
+	}
 	return nil
+}
+
+// bindPort is the port of a listen address host:port.
+func bindPort(addr string) (int32, error) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("port %q: want 1-65535", p)
+	}
+	return int32(n), nil
 }
 
 // flagValue is a flag's value as `operator run` parses it back: lists comma-joined.

@@ -98,8 +98,16 @@ func TestInstallRefuses(t *testing.T) {
 		want string
 	}{
 		"two sources":              {[]string{"--git-url", "https://git.example/u.git", "--github-repository", "o/u", "--gitops-webhook-secret", "w"}, "not both"},
-		"ssh url":                  {[]string{"--git-url", "git@git.example:o/u.git", "--gitops-webhook-secret", "w"}, "no ssh key"},
-		"ssh scheme":               {[]string{"--git-url", "ssh://git@git.example/o/u.git", "--gitops-webhook-secret", "w"}, "no ssh key"},
+		"ssh url":                  {[]string{"--git-url", "git@git.example:o/u.git", "--gitops-webhook-secret", "w"}, "needs --git-ssh-secret"},
+		"ssh scheme":               {[]string{"--git-url", "ssh://git@git.example/o/u.git", "--gitops-webhook-secret", "w"}, "needs --git-ssh-secret"},
+		"ssh secret, https url":    {[]string{"--git-url", "https://git.example/u.git", "--gitops-webhook-secret", "w", "--git-ssh-secret", "k"}, "needs an ssh --git-url"},
+		"plane without issuer":     {[]string{"--deploy-plane-bind-address", ":8443"}, "needs --deploy-plane-oidc-issuer"},
+		"plane on our port":        {[]string{"--deploy-plane-bind-address", ":8081", "--deploy-plane-oidc-issuer", "https://id.example"}, "operator's own"},
+		"plane issuer, no plane":   {[]string{"--deploy-plane-oidc-issuer", "https://id.example"}, "needs --deploy-plane-bind-address"},
+		"shards and a selector":    {[]string{"--shards", "2", "--watch-label-selector", "a=b"}, "the shards set the selectors"},
+		"log format":               {[]string{"--log-format", "xml"}, "want console or json"},
+		"open webhook":             {[]string{"--gitops-webhook-insecure"}, "unknown flag"},
+		"pprof":                    {[]string{"--pprof-bind-address", ":6060"}, "unknown flag"},
 		"token without source":     {[]string{"--gitops-token-secret", "t"}, "need a git source"},
 		"webhook without source":   {[]string{"--gitops-webhook-secret", "w"}, "need a git source"},
 		"source without webhook":   {[]string{"--github-repository", "o/u"}, "needs --gitops-webhook-secret"},
@@ -355,9 +363,28 @@ func TestInstallPrintAccepted(t *testing.T) {
 			t.Fatalf("%s: %s", r.Object, r.Message)
 		}
 	}
-	for _, o := range rest[namespaces:] {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
-			t.Errorf("server-side dry-run of %s %s: %v", o.GetKind(), o.GetName(), err)
+	// every printed Deployment (and its Service, RBAC, budget) passes the apiserver's
+	// validation: the git source, the defaults, every capability, shards
+	for name, args := range map[string][]string{
+		"git": gitInstall, "defaults": {"install", "--print"}, "capabilities": capabilityInstall,
+		"shards": {"install", "--print", "--shards", "2", "--replicas", "2", "--upgrade-fsm", "--kind-concurrency", "4"},
+	} {
+		out, stderr, code := execute(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: install --print: %s", name, stderr)
+		}
+		n := 0
+		for _, o := range objects(t, out) {
+			if o.GetKind() == "CustomResourceDefinition" || o.GetKind() == "Namespace" {
+				continue
+			}
+			n++
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
+				t.Errorf("%s: server-side dry-run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
+			}
+		}
+		if n < 6 {
+			t.Errorf("%s: %d objects dry-run, want the RBAC, Service and Deployment", name, n)
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,12 @@ type runOptions struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	LogLevel      string
+	LogFormat     string
+	// ConfigFile is --config: a YAML file of run flags (see config.go for the precedence).
+	ConfigFile string
+	// GitOpsReportAuthz puts GET /gitops behind the apiserver's authentication and
+	// authorization, as --metrics-secure does /metrics.
+	GitOpsReportAuthz bool
 	// UpgradeFSM is the cluster gate of the upgrade machine; GC* tune its orphan collector.
 	UpgradeFSM       bool
 	PreflightGCEvery time.Duration
@@ -77,6 +84,12 @@ type runOptions struct {
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	commits source.Source
+	// driveToken and agentToken are tokens the Rust operator's environment gives as values
+	// (APPS_SERVICE_TOKEN …, AGENT_DEPLOY_SERVICE_TOKEN), held in memory; nil unless set and
+	// no token file is.
+	driveToken, agentToken *memoryToken
+	// loaded is where each value came from, and the loops' decisions (loadConfig).
+	loaded *loaded
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
@@ -94,7 +107,10 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "How long a lease is valid before others may take it.")
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up and exits.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "How often candidates retry acquiring the lease.")
-	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error.")
+	fs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json (the default, and install's) or console (lines for people: make demo, the CLI commands).")
+	fs.StringVar(&o.ConfigFile, "config", "", "YAML file of settings, keyed by these flags' names (git-url: …); an unknown key is an error. Flags, then OPERATOR_* and the Rust operator's variables, beat it.")
+	fs.BoolVar(&o.GitOpsReportAuthz, "gitops-report-authz", false, "Serve GET /gitops only to callers the apiserver authenticates and authorizes (TokenReview and SubjectAccessReview: grant get on the non-resource URL /gitops); install turns it on.")
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
@@ -118,10 +134,16 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 func newRunCommand() *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run",
-		Short: "Run the operator: Kind controllers and the git sweep, with leader election, probes and metrics",
-		Args:  cobra.NoArgs,
+		Use:         "run",
+		Short:       "Run the operator: Kind controllers and the git sweep, with leader election, probes and metrics",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{annotationConfig: "run"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadConfig(cmd.Flags(), o, os.Environ())
+			if err != nil {
+				return err
+			}
+			o.loaded = l
 			return run(o)
 		},
 	}
@@ -129,15 +151,42 @@ func newRunCommand() *cobra.Command {
 	return cmd
 }
 
-func run(o *runOptions) error {
+// newLogger is the logger of --log-format and --log-level.
+func newLogger(format, levelName string) (logr.Logger, error) {
 	level := zapcore.InfoLevel
-	if err := level.Set(o.LogLevel); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if err := level.Set(levelName); err != nil {
+		return logr.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
-	ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.Level(level)))
+	switch format {
+	case "json":
+		return zap.New(zap.JSONEncoder(), zap.Level(level)), nil
+	case "console":
+		return zap.New(zap.ConsoleEncoder(), zap.Level(level)), nil
+	}
+	return logr.Logger{}, fmt.Errorf("--log-format %q: want console or json", format)
+}
+
+func run(o *runOptions) error {
+	logger, err := newLogger(o.LogFormat, o.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	if err := checkLoops(o.Controllers); err != nil {
 		return err
+	}
+	if o.loaded != nil {
+		for _, w := range o.loaded.Warnings {
+			log.Info("WARNING " + w)
+		}
+		for _, d := range o.loaded.Loops {
+			state := "off"
+			if d.On {
+				state = "on"
+			}
+			log.Info("loop "+d.Loop+" "+state, "loop", d.Loop, "on", d.On, "why", d.Why)
+		}
 	}
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
@@ -243,7 +292,11 @@ func run(o *runOptions) error {
 		}
 	}
 	if o.WebhookAddr != "0" && slices.Contains(o.Controllers, "gitops") {
-		if err := mgr.Add(&manager.Server{Name: "webhook", Server: hardenedServer(o.WebhookAddr, mux)}); err != nil {
+		h, err := reportAuthz(mgr.GetConfig(), mgr.GetHTTPClient(), o.GitOpsReportAuthz, mux)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&manager.Server{Name: "webhook", Server: hardenedServer(o.WebhookAddr, h)}); err != nil {
 			return err
 		}
 	}
@@ -338,6 +391,28 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		return nil, err
 	}
 	return func() { sweeper.Trigger().Fire() }, nil
+}
+
+// reportAuthz puts GET /gitops behind the apiserver's authentication (TokenReview) and
+// authorization (SubjectAccessReview of get on the non-resource URL /gitops) when on, the
+// filter --metrics-secure puts in front of /metrics. POST /reconcile keeps its own check
+// (the webhook's HMAC secret): a git host holds no cluster token.
+func reportAuthz(cfg *rest.Config, hc *http.Client, on bool, mux *http.ServeMux) (http.Handler, error) {
+	if !on {
+		return mux, nil
+	}
+	filter, err := filters.WithAuthenticationAndAuthorization(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("--gitops-report-authz: %w", err)
+	}
+	report, err := filter(ctrl.Log.WithName("gitops-report-authz"), mux)
+	if err != nil {
+		return nil, fmt.Errorf("--gitops-report-authz: %w", err)
+	}
+	outer := http.NewServeMux()
+	outer.Handle("/gitops", report)
+	outer.Handle("/", mux)
+	return outer, nil
 }
 
 // cacheSynced is the readiness check of the manager's caches: every informer started and

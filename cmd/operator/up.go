@@ -18,16 +18,16 @@ import (
 // newUpCommand returns `operator up`: install, then apply a directory of manifests through
 // the git sweep's apply path, as if it were the universe repository.
 func newUpCommand() *cobra.Command {
-	o := install.InstallOptions{}
-	g := gitops.DefaultOptions()
-	var kubeconfig, manifests string
+	f := &installFlags{}
+	var manifests string
 	cmd := &cobra.Command{
 		Use:   "up --manifests DIR",
 		Short: "Install the operator, then apply a directory of manifests as the git sweep would",
-		Long: "Run `operator install` (see its flags), then apply the manifests under DIR through the\n" +
-			"git sweep's own path: the same scope (--gitops-namespaces, --gitops-apply-scope), the\n" +
-			"same plan (CRDs, then Namespaces, then the rest; malformed files and objects out of scope\n" +
-			"skipped by name), the same server-side apply under the field manager " + reconcile.ManagerGitOps + ".\n" +
+		Long: "Run `operator install` (with its flags: every installable flag of `operator run`, e.g.\n" +
+			"--upgrade-fsm), then apply the manifests under DIR through the git sweep's own path: the\n" +
+			"same scope (--gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds), the same plan\n" +
+			"(CRDs, then Namespaces, then the rest; malformed files and objects out of scope skipped by\n" +
+			"name), the same server-side apply under the field manager " + reconcile.ManagerGitOps + ".\n" +
 			"Nothing is ever deleted. Prints one line per object (CREATE, UPDATE or in-sync), one per\n" +
 			"skip, and a summary. Exit status 1 when anything failed or was skipped.",
 		Args: cobra.NoArgs,
@@ -35,18 +35,15 @@ func newUpCommand() *cobra.Command {
 			if manifests == "" {
 				return fmt.Errorf("--manifests is required")
 			}
-			return up(cmd.Context(), cmd.OutOrStdout(), kubeconfig, manifests, o, g)
+			if err := f.complete(); err != nil {
+				return err
+			}
+			return up(cmd.Context(), cmd.OutOrStdout(), f.kubeconfig, manifests, f.o, f.run.GitOps)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&manifests, "manifests", "", "Directory of manifests to apply (walked recursively for .yaml and .yml files).")
-	fs.StringVar(&o.APIGroup, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
-	fs.StringVar(&o.Namespace, "namespace", "universe-system", "Namespace the operator runs in; owned only when --gitops-namespaces names it, and its own objects never are.")
-	fs.StringVar(&o.Image, "image", defaultImage(), "Operator container image.")
-	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
-	g.BindScopeFlags(fs)   // --gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds
-	g.Limits.BindFlags(fs) // --gitops-max-files …: what a refused file's error names
+	f.bind(fs)
 	return cmd
 }
 

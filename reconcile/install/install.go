@@ -90,6 +90,22 @@ type InstallOptions struct {
 	// AgentVisorSecretFile).
 	AgentCloudTokenSecret SecretKey
 	AgentVisorSecret      string
+	// GitSSHSecret holds the ssh private key (key identity) and known_hosts (key known_hosts)
+	// of an ssh git URL: mounted at GitSSHKeyFile and GitKnownHostsFile.
+	GitSSHSecret string
+	// PlaneClientSecret holds the deploy plane's OAuth client secret (PlaneClientSecretFile,
+	// --deploy-plane-oidc-client-secret-file).
+	PlaneClientSecret SecretKey
+	// PlanePort, when above 0, is the port of the deploy plane inside the main Deployment
+	// (its --deploy-plane-bind-address is among RunArgs): a container port and a Service port
+	// named deploy-plane.
+	PlanePort int32
+	// MetricsSecure says /metrics is served over HTTPS to authorized callers (run's
+	// --metrics-secure, among RunArgs): the Service's metrics port says appProtocol https.
+	MetricsSecure bool
+	// GitOpsCRDs is run's --gitops-allow-crds (among RunArgs): the git path may create and
+	// patch CustomResourceDefinitions, and the RBAC grants that.
+	GitOpsCRDs bool
 	// OwnedNamespaces are the namespaces the operator's loops work in (the git sweep's
 	// --gitops-namespaces and --watch-namespaces): a Role and RoleBinding in each, created
 	// if missing. Empty, or "*" among them, owns every namespace: the grants are then one
@@ -112,12 +128,15 @@ type SecretKey struct {
 
 // Where the Deployment mounts the Secrets of InstallOptions, read-only.
 const (
-	TokenFile            = "/var/run/secrets/openuniverse.dev/gitops-token/token"
-	WebhookSecretFile    = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
-	DriveTokenFile       = "/var/run/secrets/openuniverse.dev/drive-token/token"
-	AgentCloudTokenFile  = "/var/run/secrets/openuniverse.dev/agent-cloud-token/token"
-	AgentVisorIDFile     = "/var/run/secrets/openuniverse.dev/agent-visor-id/client-id"
-	AgentVisorSecretFile = "/var/run/secrets/openuniverse.dev/agent-visor-secret/client-secret"
+	TokenFile             = "/var/run/secrets/openuniverse.dev/gitops-token/token"
+	WebhookSecretFile     = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
+	DriveTokenFile        = "/var/run/secrets/openuniverse.dev/drive-token/token"
+	AgentCloudTokenFile   = "/var/run/secrets/openuniverse.dev/agent-cloud-token/token"
+	AgentVisorIDFile      = "/var/run/secrets/openuniverse.dev/agent-visor-id/client-id"
+	AgentVisorSecretFile  = "/var/run/secrets/openuniverse.dev/agent-visor-secret/client-secret"
+	GitSSHKeyFile         = "/var/run/secrets/openuniverse.dev/git-ssh/identity"
+	GitKnownHostsFile     = "/var/run/secrets/openuniverse.dev/git-ssh/known_hosts"
+	PlaneClientSecretFile = "/var/run/secrets/openuniverse.dev/deploy-plane-oidc/client-secret"
 )
 
 // Installer server-side applies the CRD bundle and the operator's Deployment with its
@@ -282,7 +301,8 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	if o.Replicas < 0 {
 		return nil, fmt.Errorf("install: replicas %d: want at least 1", o.Replicas)
 	}
-	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret, "drive token": o.DriveTokenSecret, "agent cloud token": o.AgentCloudTokenSecret} {
+	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret, "drive token": o.DriveTokenSecret, "agent cloud token": o.AgentCloudTokenSecret,
+		"deploy plane client secret": o.PlaneClientSecret} {
 		if sk.Name != "" && sk.Key == "" {
 			return nil, fmt.Errorf("install: the %s Secret %s needs a key", flag, sk.Name)
 		}
@@ -363,18 +383,27 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	args = append(args, o.RunArgs...)
 	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	mount := func(volume string, sk SecretKey, file, flag string) {
-		if sk.Name == "" {
+	// mountKeys mounts keys of one Secret as files of one directory, each passed as its flag.
+	mountKeys := func(volume, secret string, files map[string][2]string) { // key -> {file, flag}
+		if secret == "" {
 			return
 		}
-		args = append(args, "--"+flag+"="+file)
-		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: path.Dir(file), ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sk.Name,
+		var items []corev1.KeyToPath
+		var dir string
+		for _, key := range slices.Sorted(maps.Keys(files)) {
+			file, flag := files[key][0], files[key][1]
+			args = append(args, "--"+flag+"="+file)
 			// a fixed file name whatever the key; no subPath, so a rotated Secret reaches the pod
-			Items:       []corev1.KeyToPath{{Key: sk.Key, Path: path.Base(file)}},
+			items, dir = append(items, corev1.KeyToPath{Key: key, Path: path.Base(file)}), path.Dir(file)
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret, Items: items,
 			DefaultMode: ptr.To[int32](0o440), // read by the pod's group (fsGroup) only
 		}}})
+	}
+	mount := func(volume string, sk SecretKey, file, flag string) {
+		mountKeys(volume, sk.Name, map[string][2]string{sk.Key: {file, flag}})
 	}
 	mount("gitops-token", o.TokenSecret, TokenFile, "gitops-token-file")
 	mount("gitops-webhook", o.WebhookSecret, WebhookSecretFile, "gitops-webhook-secret-file")
@@ -383,6 +412,17 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	if o.AgentVisorSecret != "" {
 		mount("agent-visor-id", SecretKey{Name: o.AgentVisorSecret, Key: "client-id"}, AgentVisorIDFile, "agent-visor-client-id-file")
 		mount("agent-visor-secret", SecretKey{Name: o.AgentVisorSecret, Key: "client-secret"}, AgentVisorSecretFile, "agent-visor-client-secret-file")
+	}
+	mountKeys("git-ssh", o.GitSSHSecret, map[string][2]string{
+		"identity": {GitSSHKeyFile, "git-ssh-key-file"}, "known_hosts": {GitKnownHostsFile, "git-known-hosts-file"}})
+	mount("deploy-plane-oidc", o.PlaneClientSecret, PlaneClientSecretFile, "deploy-plane-oidc-client-secret-file")
+	ports := []corev1.ContainerPort{
+		{Name: portMetrics, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		{Name: portProbes, ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
+		{Name: portWebhook, ContainerPort: WebhookPort, Protocol: corev1.ProtocolTCP},
+	}
+	if o.PlanePort > 0 {
+		ports = append(ports, corev1.ContainerPort{Name: portPlane, ContainerPort: o.PlanePort, Protocol: corev1.ProtocolTCP})
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	if replicas > 1 {
@@ -418,11 +458,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 								FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
 							}},
 						},
-						Ports: []corev1.ContainerPort{
-							{Name: portMetrics, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
-							{Name: portProbes, ContainerPort: ProbePort, Protocol: corev1.ProtocolTCP},
-							{Name: portWebhook, ContainerPort: WebhookPort, Protocol: corev1.ProtocolTCP},
-						},
+						Ports:          ports,
 						LivenessProbe:  probe("/healthz", 10),
 						ReadinessProbe: probe("/readyz", 5),
 						Resources: corev1.ResourceRequirements{
@@ -455,10 +491,12 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	so := o
 	so.Shards, so.Controllers = 0, []string{"kinds"}
-	so.TokenSecret, so.WebhookSecret = SecretKey{}, SecretKey{} // no git in a shard
+	// no git, drive, agents or plane in a shard
+	so.TokenSecret, so.WebhookSecret, so.DriveTokenSecret, so.AgentCloudTokenSecret = SecretKey{}, SecretKey{}, SecretKey{}, SecretKey{}
+	so.AgentVisorSecret, so.GitSSHSecret, so.PlaneClientSecret, so.PlanePort = "", "", SecretKey{}, 0
 	so.RunArgs = nil
 	for _, a := range o.RunArgs {
-		if strings.HasPrefix(a, "--log-level=") || strings.HasPrefix(a, "--watch-namespaces=") { // the shard's caches stay within its Roles too
+		if shardArg(a) {
 			so.RunArgs = append(so.RunArgs, a)
 		}
 	}
@@ -474,6 +512,20 @@ func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	return d
 }
 
+// shardArgs are the prefixes of the run arguments a shard keeps: what the Kind controllers,
+// the logs, the metrics and the election read.
+var shardArgs = []string{"--log-", "--metrics-secure=", "--kind-concurrency=", "--upgrade-fsm=", "--preflight-gc-",
+	"--tenant-org-managers=", "--watch-namespaces=", "--lease-duration=", "--renew-deadline=", "--retry-period="}
+
+func shardArg(a string) bool {
+	for _, p := range shardArgs {
+		if strings.HasPrefix(a, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // NonRootUID is the user and group the operator runs as: distroless's nonroot, which the
 // image (hack/image, Dockerfile) sets too.
 const NonRootUID = 65532
@@ -483,21 +535,30 @@ const (
 	portWebhook = "webhook"
 	portProbes  = "probes"
 	portMetrics = "metrics"
+	portPlane   = "deploy-plane"
 )
 
 // Service returns the Service in front of the operator's pods: the push webhook
 // (POST /reconcile, any replica accepts it) on port 80 and the metrics on MetricsPort.
 func Service(o InstallOptions) *corev1.Service {
+	metrics := corev1.ServicePort{Name: portMetrics, Port: MetricsPort, TargetPort: intstr.FromString(portMetrics), Protocol: corev1.ProtocolTCP}
+	if o.MetricsSecure {
+		metrics.AppProtocol = ptr.To("https") // TLS, to callers the apiserver authorizes
+	}
+	ports := []corev1.ServicePort{
+		{Name: "webhook", Port: 80, TargetPort: intstr.FromString(portWebhook), Protocol: corev1.ProtocolTCP},
+		metrics,
+	}
+	if o.PlanePort > 0 {
+		ports = append(ports, corev1.ServicePort{Name: portPlane, Port: o.PlanePort, TargetPort: intstr.FromString(portPlane), Protocol: corev1.ProtocolTCP})
+	}
 	return &corev1.Service{
 		TypeMeta:   typeMeta(corev1.SchemeGroupVersion.String(), "Service"),
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorName, Namespace: o.Namespace, Labels: operatorLabels()},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: podSelector(),
-			Ports: []corev1.ServicePort{
-				{Name: "webhook", Port: 80, TargetPort: intstr.FromString(portWebhook), Protocol: corev1.ProtocolTCP},
-				{Name: portMetrics, Port: MetricsPort, TargetPort: intstr.FromString(portMetrics), Protocol: corev1.ProtocolTCP},
-			},
+			Ports:    ports,
 		},
 	}
 }

@@ -215,6 +215,9 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 		need([]string{LoopGitOps}, InCluster, "", []string{"namespaces"}, []string{"create", "patch"}, "the owned Namespaces declared in git, and no other", dedupe(o.OwnedNamespaces)...)
 	}
 	need([]string{LoopKinds, LoopGitOps}, InCluster, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, verbsRead, "the established checks")
+	if o.GitOpsCRDs {
+		need([]string{LoopGitOps}, InCluster, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"create", "patch"}, "--gitops-allow-crds: CRDs declared in git (never deleted)")
+	}
 	need(everyLoop, InCluster, "authentication.k8s.io", []string{"tokenreviews"}, []string{"create"}, "--metrics-secure: the scraper's token")
 	need(everyLoop, InCluster, "authorization.k8s.io", []string{"subjectaccessreviews"}, []string{"create"}, "--metrics-secure: may the scraper get /metrics")
 	need(everyLoop, InHome, "coordination.k8s.io", []string{"leases"}, []string{"get", "list", "watch", "create", "update", "patch"}, "leader election")
