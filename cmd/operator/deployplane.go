@@ -216,8 +216,10 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 // deployPlaneOptions configures `operator deploy-plane`.
 type deployPlaneOptions struct {
 	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
-	RepoURL                                                string
 	Plane                                                  plane.Options
+	// Git is the universe repository's write path (planegit.go): a rollback of a CR from
+	// git commits there.
+	Git planeGit
 }
 
 // newDeployPlaneCommand returns `operator deploy-plane`: the plane alone, over its own caches,
@@ -231,7 +233,9 @@ func newDeployPlaneCommand() *cobra.Command {
 			"resource trees, health, sync, live diff and history, streams, and the admin-only sync,\n" +
 			"rollback and reconcile. Identity comes only from tokens of --deploy-plane-oidc-issuer;\n" +
 			"without an issuer the command refuses to start. A sync of a CR from git asks the\n" +
-			"leader's sweep through the webhook relay ConfigMap.",
+			"leader's sweep through the webhook relay ConfigMap. With the repository of the sweep\n" +
+			"(--git-url or --github-repository, the token in --gitops-token-file) a rollback of a CR\n" +
+			"from git commits to it, as in `operator run`; without one it answers 501.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDeployPlane(o) },
 	}
@@ -241,7 +245,7 @@ func newDeployPlaneCommand() *cobra.Command {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
-	fs.StringVar(&o.RepoURL, "git-url", "", "URL of the universe repository, shown as the source of CRs that came from git.")
+	o.Git.bindFlags(fs)
 	o.Plane.BindFlags(fs, ":8090")
 	return cmd
 }
@@ -272,7 +276,14 @@ func runDeployPlane(o *deployPlaneOptions) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.RepoURL}
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.Git.repoURL(), Branch: o.Git.branch()}
+	gw, src, err := o.Git.open()
+	if err != nil {
+		return err
+	}
+	if gw != nil {
+		deps.GitWriter, deps.Commits = gw, src
+	}
 	if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 		return err
 	}

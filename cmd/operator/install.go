@@ -96,6 +96,7 @@ func newInstallCommand() *cobra.Command {
 	fs.StringVar(&o.AgentCloudTokenSecret.Name, "agent-cloud-token-secret", "", "Secret holding the cloud API token for the agents loop (passed as --agent-cloud-token-file).")
 	fs.StringVar(&o.AgentCloudTokenSecret.Key, "agent-cloud-token-secret-key", "token", "Key of the token in --agent-cloud-token-secret.")
 	fs.StringVar(&o.AgentVisorSecret, "agent-visor-secret", "", "Secret holding visor's IAM client id and secret under the keys client-id and client-secret (agents loop).")
+	fs.BoolVar(&o.LuxNetworkKinds, "lux-network-kinds", false, "Also install the luxfi operator's lux.network/v1alpha1 CRDs (as `operator crds --lux-network-kinds` prints them); the ClusterRole covers their Kinds either way.")
 	fs.BoolVar(&f.print, "print", false, "Write the manifests to stdout instead of applying them; needs no cluster.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	run := pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -211,6 +212,13 @@ func printInstall(w io.Writer, o install.InstallOptions) error {
 	bundle, err := kinds.Bundle(o.APIGroup)
 	if err != nil {
 		return err
+	}
+	if o.LuxNetworkKinds {
+		lux, err := kinds.LuxNetworkBundle()
+		if err != nil {
+			return err
+		}
+		bundle = append(bundle, lux...)
 	}
 	var stages [][]*unstructured.Unstructured
 	if !o.CRDsOnly {

@@ -31,7 +31,7 @@ func newRootCommand() *cobra.Command {
 			return envDefaults(cmd.Flags())
 		},
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newUninstallCommand())
 	return root
 }
 

@@ -5,9 +5,6 @@ package install
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -93,6 +90,9 @@ type InstallOptions struct {
 	// AgentVisorSecretFile).
 	AgentCloudTokenSecret SecretKey
 	AgentVisorSecret      string
+	// LuxNetworkKinds also applies the luxfi operator's lux.network CRDs
+	// (LuxNetworkCRDObjects), so those CRs are served.
+	LuxNetworkKinds bool
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -125,7 +125,7 @@ type Installer struct {
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
 func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.Result, error) {
-	crds, err := CRDObjects(o.APIGroup)
+	crds, err := installCRDs(o)
 	if err != nil {
 		return nil, err
 	}
@@ -237,27 +237,7 @@ func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
 	}
-	out := make([]*unstructured.Unstructured, 0, len(crds))
-	for i := range crds {
-		crds[i].SetGroupVersionKind(apiextensionsGVK)
-		u, err := toUnstructured(&crds[i])
-		if err != nil {
-			return nil, err
-		}
-		b, err := json.Marshal(u.Object) // map keys sorted: stable
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
-		u.SetAnnotations(ann)
-		out = append(out, u)
-	}
-	return out, nil
+	return crdObjects(crds)
 }
 
 // OperatorObjects returns the operator's objects in apply stages: the Namespace; the
