@@ -224,8 +224,10 @@ type deployPlaneOptions struct {
 
 // newDeployPlaneCommand returns `operator deploy-plane`: the plane alone, over its own caches,
 // for running it apart from the controllers (more replicas, another network policy).
-func newDeployPlaneCommand() *cobra.Command {
-	o := &deployPlaneOptions{}
+func newDeployPlaneCommand() *cobra.Command { return newDeployPlaneCommandWith(&deployPlaneOptions{}) }
+
+// newDeployPlaneCommandWith is newDeployPlaneCommand binding its flags to o.
+func newDeployPlaneCommandWith(o *deployPlaneOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy-plane",
 		Short: "Serve the /v1/deploy plane (Argo CD API dialect) alone, from its own caches",

@@ -50,6 +50,7 @@ type installFlags struct {
 	kubeconfig string
 	print      bool
 	fs         *pflag.FlagSet
+	plane      installPlaneFlags // installplane.go
 }
 
 // newInstallCommand returns `operator install`, which server-side applies the CRD bundle
@@ -104,6 +105,7 @@ func newInstallCommand() *cobra.Command {
 	for _, name := range runPassThrough {
 		fs.AddFlag(run.Lookup(name))
 	}
+	f.plane.bind(fs)
 	f.fs = fs
 	return cmd
 }
@@ -131,6 +133,11 @@ func (f *installFlags) complete() error {
 		return fmt.Errorf("--shards %d: want 0 or more", f.o.Shards)
 	case f.o.CRDsOnly:
 		return nil
+	}
+	if err := f.plane.complete(f.fs, &f.o); err != nil {
+		return err
+	}
+	switch {
 	case gitURL != "" && repo != "":
 		return errors.New("set one of --git-url and --github-repository, not both")
 	case isSSH(gitURL):

@@ -37,8 +37,8 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	return path
 }
 
-// TestUninstallRemovesOnlyItsOwn installs a universe (two replicas, a shard, so a PDB and
-// two Deployments) on the real apiserver, then: `uninstall --crds` refuses while a CR
+// TestUninstallRemovesOnlyItsOwn installs a universe (two replicas, a shard, the separate
+// deploy plane: a PDB, three Deployments, two Services) on the real apiserver, then: `uninstall --crds` refuses while a CR
 // exists, naming it, and deletes nothing; `uninstall` deletes every object install applied
 // and nothing else (an object with install's labels another manager applied, the user's
 // Secret, the Namespace, another universe's ClusterRole, the CRs and CRDs stay); once the
@@ -55,7 +55,8 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 	ctx := context.Background()
 	const group, ns = "zoo.cloud", "uninstall-zoo"
 	out, stderr, code := execute(t, "", "install", "--kubeconfig", kc, "--api-group", group, "--namespace", ns,
-		"--image", "registry.example/operator:v1.0.0", "--replicas", "2", "--shards", "1", "--lux-network-kinds")
+		"--image", "registry.example/operator:v1.0.0", "--replicas", "2", "--shards", "1", "--lux-network-kinds",
+		"--deploy-plane-separate", "--deploy-plane-oidc-issuer", "https://id.example")
 	if code != 0 {
 		t.Fatalf("install: %s\n%s", stderr, out)
 	}
@@ -69,7 +70,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 			installed = append(installed, parseRef(t, ref))
 		}
 	}
-	if len(installed) < 9 {
+	if len(installed) < 11 {
 		t.Fatalf("install applied %d objects besides the CRDs and the Namespace:\n%s", len(installed), out)
 	}
 

@@ -90,6 +90,9 @@ type InstallOptions struct {
 	// AgentVisorSecretFile).
 	AgentCloudTokenSecret SecretKey
 	AgentVisorSecret      string
+	// Plane, when set, installs the deploy plane as its own Deployment and Service
+	// (PlaneDeployment, PlaneService).
+	Plane *PlaneOptions
 	// LuxNetworkKinds also applies the luxfi operator's lux.network CRDs
 	// (LuxNetworkCRDObjects), so those CRs are served.
 	LuxNetworkKinds bool
@@ -306,6 +309,7 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	for i := range o.Shards {
 		typed[len(typed)-1] = append(typed[len(typed)-1], ShardDeployment(o, int(i)+1))
 	}
+	typed[len(typed)-1] = append(typed[len(typed)-1], planeObjects(o)...)
 	out := make([][]*unstructured.Unstructured, 0, len(typed))
 	for _, stage := range typed {
 		var objs []*unstructured.Unstructured
