@@ -350,3 +350,80 @@ func TestDockerfileEquivalent(t *testing.T) {
 		t.Error("Dockerfile: want two stages (build, distroless)")
 	}
 }
+
+// TestIndexWriteAndPush is the index path without a compile (it runs in -short mode too):
+// the images of two platforms from the same files make one OCI index with their platforms in
+// order; written twice, the OCI archive is the same bytes; pushed, the registry serves the
+// index at the tag with the built digest.
+func TestIndexWriteAndPush(t *testing.T) {
+	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m := Meta{Version: "v1.2.3-test.1", Revision: "0123456789abcdef0123456789abcdef01234567", Created: created}
+	b := &Build{Tag: m.Version}
+	for _, p := range Platforms {
+		img, err := Image([]byte("not a binary: "+p.Architecture), mozillaRoots(), m, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Images = append(b.Images, img)
+	}
+	idx, err := Index(b.Images, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Index = idx
+	built, _ := idx.Digest()
+	var archives [][]byte
+	var out string
+	for range 2 {
+		out = t.TempDir()
+		paths, err := b.Write(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := os.ReadFile(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		archives = append(archives, a)
+	}
+	if !bytes.Equal(archives[0], archives[1]) {
+		t.Error("two writes of the same index give different OCI archives")
+	}
+	checkArchive(t, archives[0], built.String(), "ghcr.io/openuniverse/operator:v1.2.3-test.1")
+
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if _, err := Push(context.Background(), filepath.Join(out, "oci"), host+"/openuniverse"); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/openuniverse/operator:v1.2.3-test.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := pulled.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := pulled.Digest(); d != built || len(im.Manifests) != 2 ||
+		im.Manifests[0].Platform.Architecture != "amd64" || im.Manifests[1].Platform.Architecture != "arm64" {
+		t.Fatalf("pulled index %s (built %s): %+v", d, built, im.Manifests)
+	}
+	for i, d := range im.Manifests {
+		img, err := pulled.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Architecture != Platforms[i].Architecture || cf.OS != "linux" {
+			t.Errorf("manifest %d: config says %s/%s", i, cf.OS, cf.Architecture)
+		}
+	}
+}
