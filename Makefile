@@ -23,11 +23,11 @@ help: ## List the targets
 build: ## Build bin/operator
 	go build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
 
-image: ## Build the operator image without Docker into .cache/image (OCI layout and tarball)
+image: ## Build the operator image index (linux/amd64 + linux/arm64) without Docker into .cache/image (OCI layout, OCI archive, docker tarballs)
 	go run ./hack/image build --version $(VERSION) --revision $$(git rev-parse HEAD) \
 		--created $$(git log -1 --format=%ct) --out $(CURDIR)/.cache/image
 
-image-push: image ## Push the image built by `make image` to $(REGISTRY)/operator:<version>
+image-push: image ## Push the image index built by `make image` to $(REGISTRY)/operator:<version> (ghcr.io/openuniverse is the install default)
 	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make image-push REGISTRY=ghcr.io/openuniverse"; exit 1; }
 	go run ./hack/image push --registry $(REGISTRY) --out $(CURDIR)/.cache/image
 

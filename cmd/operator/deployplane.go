@@ -219,15 +219,19 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 // deployPlaneOptions configures `operator deploy-plane`.
 type deployPlaneOptions struct {
 	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
-	RepoURL                                                string
 	Tenancy                                                kinds.Tenancy
 	Plane                                                  plane.Options
+	// Git is the universe repository's write path (planegit.go): a rollback of a CR from
+	// git commits there.
+	Git planeGit
 }
 
 // newDeployPlaneCommand returns `operator deploy-plane`: the plane alone, over its own caches,
 // for running it apart from the controllers (more replicas, another network policy).
-func newDeployPlaneCommand() *cobra.Command {
-	o := &deployPlaneOptions{}
+func newDeployPlaneCommand() *cobra.Command { return newDeployPlaneCommandWith(&deployPlaneOptions{}) }
+
+// newDeployPlaneCommandWith is newDeployPlaneCommand binding its flags to o.
+func newDeployPlaneCommandWith(o *deployPlaneOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy-plane",
 		Short: "Serve the /v1/deploy plane (Argo CD API dialect) alone, from its own caches",
@@ -236,7 +240,9 @@ func newDeployPlaneCommand() *cobra.Command {
 			"rollback and reconcile (admins: tokens of --deploy-plane-admin-org). Identity comes only\n" +
 			"from tokens of --deploy-plane-oidc-issuer; an application's org is its namespace's;\n" +
 			"without an issuer the command refuses to start. A sync of a CR from git asks the\n" +
-			"leader's sweep through the webhook relay ConfigMap.",
+			"leader's sweep through the webhook relay ConfigMap. With the repository of the sweep\n" +
+			"(--git-url or --github-repository, the token in --gitops-token-file) a rollback of a CR\n" +
+			"from git commits to it, as in `operator run`; without one it answers 501.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDeployPlane(o) },
 	}
@@ -246,7 +252,7 @@ func newDeployPlaneCommand() *cobra.Command {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info or error. Logs are JSON.")
-	fs.StringVar(&o.RepoURL, "git-url", "", "URL of the universe repository, shown as the source of CRs that came from git.")
+	o.Git.bindFlags(fs)
 	fs.StringSliceVar(&o.Tenancy.Managers, "tenant-org-managers", kinds.DefaultOrgManagers,
 		"Field managers whose write of a Namespace's "+kinds.OrgLabel+" label makes it that org's tenant: an application's org is its namespace's, and a CR whose own "+kinds.OrgLabel+" label differs is shown to no org.")
 	o.Plane.BindFlags(fs, ":8090")
@@ -279,7 +285,14 @@ func runDeployPlane(o *deployPlaneOptions) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.RepoURL, Tenancy: o.Tenancy}
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.Git.repoURL(), Branch: o.Git.branch(), Tenancy: o.Tenancy}
+	gw, src, err := o.Git.open()
+	if err != nil {
+		return err
+	}
+	if gw != nil {
+		deps.GitWriter, deps.Commits = gw, src
+	}
 	if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 		return err
 	}

@@ -75,6 +75,7 @@ type installFlags struct {
 	// run holds the run flags install takes; run flags are bound to it (runFlags).
 	run      *runOptions
 	runFlags *pflag.FlagSet
+	plane    installPlaneFlags // installplane.go
 }
 
 // newInstallCommand returns `operator install`, which server-side applies the CRD bundle
@@ -138,6 +139,7 @@ func (f *installFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AgentVisorSecret, "agent-visor-secret", "", "Secret holding visor's IAM client id and secret under the keys client-id and client-secret (agents loop).")
 	fs.StringVar(&o.PlaneClientSecret.Name, "deploy-plane-oidc-client-secret", "", "Secret holding the deploy plane's OAuth client secret (passed as --deploy-plane-oidc-client-secret-file).")
 	fs.StringVar(&o.PlaneClientSecret.Key, "deploy-plane-oidc-client-secret-key", "client-secret", "Key of the client secret in --deploy-plane-oidc-client-secret.")
+	fs.BoolVar(&o.LuxNetworkKinds, "lux-network-kinds", false, "Also install the luxfi operator's lux.network/v1alpha1 CRDs (as `operator crds --lux-network-kinds` prints them); the ClusterRole covers their Kinds either way.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	f.run = &runOptions{}
 	f.runFlags = pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -161,6 +163,7 @@ func (f *installFlags) bind(fs *pflag.FlagSet) {
 		}
 		fs.AddFlag(fl)
 	})
+	f.plane.bind(fs)
 	f.fs = fs
 }
 
@@ -172,6 +175,9 @@ func (f *installFlags) passThrough() []string {
 	f.runFlags.VisitAll(func(fl *pflag.Flag) {
 		if _, local := processLocal[fl.Name]; local || fl.Name == "controllers" {
 			return
+		}
+		if f.plane.separate && strings.HasPrefix(fl.Name, "deploy-plane-") {
+			return // the separate plane's Deployment takes them (installplane.go)
 		}
 		if _, def := installDefaults[fl.Name]; fl.Changed || def {
 			args = append(args, "--"+fl.Name+"="+flagValue(fl))
@@ -220,6 +226,11 @@ func (f *installFlags) complete() error {
 		return fmt.Errorf("--shards %d: want 0 or more", f.o.Shards)
 	case f.o.CRDsOnly:
 		return nil
+	}
+	if err := f.plane.complete(f.fs, &f.o); err != nil {
+		return err
+	}
+	switch {
 	case gitURL != "" && repo != "":
 		return errors.New("set one of --git-url and --github-repository, not both")
 	case isSSH(gitURL) && f.o.GitSSHSecret == "":
@@ -267,7 +278,7 @@ func (f *installFlags) complete() error {
 			return fmt.Errorf("--deploy-plane-bind-address %s: port %d is the operator's own", p.BindAddress, port)
 		}
 		f.o.PlanePort = port
-	} else if f.o.PlaneClientSecret.Name != "" || r.Plane.Auth.Issuer != "" {
+	} else if !f.plane.separate && (f.o.PlaneClientSecret.Name != "" || r.Plane.Auth.Issuer != "") {
 		return errors.New("--deploy-plane-oidc-issuer and --deploy-plane-oidc-client-secret configure the deploy plane, which needs --deploy-plane-bind-address")
 	}
 	return nil
@@ -337,6 +348,13 @@ func printInstall(w io.Writer, o install.InstallOptions) error {
 	bundle, err := kinds.Bundle(o.APIGroup)
 	if err != nil {
 		return err
+	}
+	if o.LuxNetworkKinds {
+		lux, err := kinds.LuxNetworkBundle()
+		if err != nil {
+			return err
+		}
+		bundle = append(bundle, lux...)
 	}
 	var stages [][]*unstructured.Unstructured
 	if !o.CRDsOnly {

@@ -3,12 +3,18 @@
 //	go run ./hack/image build --version v0.1.0 --revision SHA --out .cache/image
 //	go run ./hack/image push --out .cache/image --registry ghcr.io/openuniverse
 //
-// build compiles a static linux/amd64 binary (CGO_ENABLED=0, -trimpath) stamped with the
-// version, layers it onto an empty base with go-containerregistry together with the build
-// machine's CA certificates and a passwd entry for the nonroot user (65532), and writes the
-// image as an OCI layout (OUT/oci) and a docker-loadable tarball (OUT/operator-TAG.tar).
-// The tag is the version, a semantic version, never "latest". push copies the images of
-// the layout to REGISTRY/operator:TAG with the credentials of the docker config.
+// build compiles a static binary (CGO_ENABLED=0, -trimpath) for each of Platforms
+// (linux/amd64, linux/arm64) stamped with the version, layers each onto an empty base with
+// go-containerregistry together with a CA bundle (the Mozilla roots of
+// golang.org/x/crypto/x509roots/fallback at the version go.mod pins, unless --ca-file) and a
+// passwd entry for the nonroot user (65532), and writes one OCI image index of them as an
+// OCI layout (OUT/oci), the same layout as one tar (OUT/operator-TAG.oci.tar, for
+// `kind load image-archive`, `ctr images import`, skopeo) and, per platform, a tarball for
+// `docker load` (OUT/operator-TAG-linux-ARCH.docker.tar). Every input comes from the commit
+// (the source, go.mod's pins, the commit time as every timestamp), so the same commit and Go
+// toolchain give the same index digest. The tag is the version, a semantic version, never
+// "latest". push copies the index of the layout to REGISTRY/operator:TAG with the
+// credentials of the docker config.
 //
 // The Dockerfile at the repository root builds the same image with a container engine.
 package main
@@ -40,6 +46,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
 	"golang.org/x/mod/semver"
 )
 
@@ -57,9 +64,10 @@ const (
 	Entrypoint = "/operator"
 	// CertsPath is where the CA bundle goes: Go's first place on Linux.
 	CertsPath = "/etc/ssl/certs/ca-certificates.crt"
-	// GOOS and GOARCH of the image.
-	GOOS, GOARCH = "linux", "amd64"
 )
+
+// Platforms are the platforms of the image index, in its order.
+var Platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
 // OCI annotation and label keys.
 const (
@@ -67,18 +75,10 @@ const (
 	LabelRevision = "org.opencontainers.image.revision"
 	LabelVersion  = "org.opencontainers.image.version"
 	refName       = "org.opencontainers.image.ref.name"
+	// containerdName is the full image name containerd (kind load image-archive, ctr
+	// images import) names an imported image by.
+	containerdName = "io.containerd.image.name"
 )
-
-// trustStores are the CA bundles of the common distributions, in the order Go's crypto/x509
-// reads them on Linux.
-var trustStores = []string{
-	"/etc/ssl/certs/ca-certificates.crt",
-	"/etc/pki/tls/certs/ca-bundle.crt",
-	"/etc/ssl/ca-bundle.pem",
-	"/etc/pki/tls/cacert.pem",
-	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-	"/etc/ssl/cert.pem",
-}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -95,16 +95,16 @@ func main() {
 		fs.StringVar(&o.ModuleDir, "module", ".", "root of the operator module")
 		fs.StringVar(&o.Version, "version", "", "version (git describe); a semantic version, or a bare commit that becomes v0.0.0-g<commit>")
 		fs.StringVar(&o.Revision, "revision", "", "commit the image is built from")
-		fs.StringVar(&o.CAFile, "ca-file", "", "CA bundle to include; empty for the build machine's trust store")
+		fs.StringVar(&o.CAFile, "ca-file", "", "CA bundle (PEM) to include; empty for the Mozilla roots go.mod pins (golang.org/x/crypto/x509roots/fallback)")
 		created := fs.Int64("created", 0, "build time as Unix seconds (the commit time, for reproducible builds); 0 for $SOURCE_DATE_EPOCH or the epoch")
 		_ = fs.Parse(os.Args[2:])
 		o.Created = createdAt(*created)
 		var b *Build
 		if b, err = BuildImage(ctx, o); err == nil {
-			var tarPath string
-			if tarPath, err = b.Write(*out); err == nil {
-				digest, _ := b.Image.Digest()
-				fmt.Printf("built %s:%s %s\n  %s\n  %s\n", Repository, b.Tag, digest, filepath.Join(*out, "oci"), tarPath)
+			var paths []string
+			if paths, err = b.Write(*out); err == nil {
+				digest, _ := b.Index.Digest()
+				fmt.Printf("built %s:%s %s (%s)\n  %s\n", Repository, b.Tag, digest, platformList(), strings.Join(append([]string{filepath.Join(*out, "oci")}, paths...), "\n  "))
 			}
 		}
 	case "push":
@@ -139,14 +139,23 @@ type Options struct {
 	ModuleDir string    // root of the operator module
 	Version   string    // see Tag
 	Revision  string    // commit, for the revision label
-	CAFile    string    // CA bundle; empty for the first of trustStores that exists
+	CAFile    string    // CA bundle; empty for the pinned Mozilla roots (mozillaRoots)
 	Created   time.Time // build time and every file's mtime
 }
 
-// Build is a built image.
+// Build is a built image index: one image per platform of Platforms.
 type Build struct {
-	Image v1.Image
-	Tag   string
+	Index  v1.ImageIndex
+	Images []v1.Image // in the order of Platforms
+	Tag    string
+}
+
+func platformList() string {
+	var out []string
+	for _, p := range Platforms {
+		out = append(out, p.OS+"/"+p.Architecture)
+	}
+	return strings.Join(out, ", ")
 }
 
 // commitish is what `git describe --always` prints without a tag: a short commit, maybe
@@ -172,7 +181,8 @@ func Tag(version string) (string, error) {
 	return v, nil
 }
 
-// BuildImage compiles the operator and layers it into an image.
+// BuildImage compiles the operator for every platform and layers each binary into an
+// image of the index.
 func BuildImage(ctx context.Context, o Options) (*Build, error) {
 	tag, err := Tag(o.Version)
 	if err != nil {
@@ -187,59 +197,94 @@ func BuildImage(ctx context.Context, o Options) (*Build, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "operator")
-	if err := compile(ctx, o.ModuleDir, tag, bin); err != nil {
-		return nil, err
+	m := Meta{Version: tag, Revision: o.Revision, Created: o.Created}
+	var imgs []v1.Image
+	for _, p := range Platforms {
+		bin := filepath.Join(dir, "operator-"+p.OS+"-"+p.Architecture)
+		if err := compile(ctx, o.ModuleDir, tag, p, bin); err != nil {
+			return nil, err
+		}
+		binary, err := os.ReadFile(bin)
+		if err != nil {
+			return nil, err
+		}
+		img, err := Image(binary, certs, m, p)
+		if err != nil {
+			return nil, err
+		}
+		imgs = append(imgs, img)
 	}
-	binary, err := os.ReadFile(bin)
+	idx, err := Index(imgs, m)
 	if err != nil {
 		return nil, err
 	}
-	img, err := Image(binary, certs, Meta{Version: tag, Revision: o.Revision, Created: o.Created})
-	if err != nil {
-		return nil, err
+	return &Build{Index: idx, Images: imgs, Tag: tag}, nil
+}
+
+// Index is the OCI image index of imgs (one per platform of Platforms, in that order),
+// annotated as the images are.
+func Index(imgs []v1.Image, m Meta) (v1.ImageIndex, error) {
+	if len(imgs) != len(Platforms) {
+		return nil, fmt.Errorf("index: %d images for %d platforms", len(imgs), len(Platforms))
 	}
-	return &Build{Image: img, Tag: tag}, nil
+	adds := make([]mutate.IndexAddendum, len(imgs))
+	for i, img := range imgs {
+		p := Platforms[i]
+		adds[i] = mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &p}}
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	return mutate.Annotations(idx, map[string]string{
+		LabelSource: SourceURL, LabelRevision: m.Revision, LabelVersion: m.Version,
+	}).(v1.ImageIndex), nil
 }
 
 // LDFlags are the linker flags of the binary: no symbol table or DWARF, the version stamped
 // into main.version. The Dockerfile passes the same.
 func LDFlags(tag string) string { return "-s -w -X main.version=" + tag }
 
-// compile builds a static linux/amd64 binary of ./cmd/operator.
-func compile(ctx context.Context, moduleDir, tag, out string) error {
+// compile builds a static binary of ./cmd/operator for p. The build cache is go's own, so
+// a second build of the same commit only links.
+func compile(ctx context.Context, moduleDir, tag string, p v1.Platform, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", LDFlags(tag), "-o", out, "./cmd/operator")
 	cmd.Dir = moduleDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+GOOS, "GOARCH="+GOARCH)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/operator: %w\n%s", err, stderr.String())
+		return fmt.Errorf("go build ./cmd/operator for %s/%s: %w\n%s", p.OS, p.Architecture, err, stderr.String())
 	}
 	return nil
 }
 
-// readCerts reads a PEM CA bundle, path or the first trust store found, and checks it
-// holds certificates.
+// readCerts reads a PEM CA bundle at path, or, with no path, returns mozillaRoots; either
+// must hold certificates.
 func readCerts(path string) ([]byte, error) {
-	candidates := trustStores
+	data, p := mozillaRoots(), "golang.org/x/crypto/x509roots/fallback/bundle"
 	if path != "" {
-		candidates = []string{path}
-	}
-	for _, p := range candidates {
-		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) && path == "" {
-			continue
-		}
-		if err != nil {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
 			return nil, fmt.Errorf("read CA bundle: %w", err)
 		}
-		if n, err := countCerts(data); err != nil || n == 0 {
-			return nil, fmt.Errorf("CA bundle %s: %d certificates (%v)", p, n, err)
-		}
-		return data, nil
+		p = path
 	}
-	return nil, fmt.Errorf("no CA bundle in the build machine's trust store (%s); pass --ca-file", strings.Join(trustStores, ", "))
+	if n, err := countCerts(data); err != nil || n == 0 {
+		return nil, fmt.Errorf("CA bundle %s: %d certificates (%v)", p, n, err)
+	}
+	return data, nil
+}
+
+// mozillaRoots is the NSS (Mozilla) root store of golang.org/x/crypto/x509roots/fallback at
+// the version go.mod pins, as PEM: the same bytes from the same commit on any machine. The
+// roots it constrains (distrusted after a date, which a PEM file cannot say) are left out.
+func mozillaRoots() []byte {
+	var b bytes.Buffer
+	for r := range bundle.Roots() {
+		if r.Constraint != nil {
+			continue
+		}
+		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate})
+	}
+	return b.Bytes()
 }
 
 // countCerts parses every CERTIFICATE block of a PEM bundle.
@@ -267,11 +312,11 @@ type Meta struct {
 	Created           time.Time
 }
 
-// Image layers binary (at Entrypoint) and certs (at CertsPath), with /etc/passwd and
+// Image is the image of platform p: it layers binary (at Entrypoint) and certs (at CertsPath), with /etc/passwd and
 // /etc/group naming the nonroot user and a world-writable /tmp, onto an empty base: one
 // layer, no shell, nothing else. Every file carries m.Created as its mtime, so the same
 // inputs give the same digest.
-func Image(binary, certs []byte, m Meta) (v1.Image, error) {
+func Image(binary, certs []byte, m Meta, p v1.Platform) (v1.Image, error) {
 	layer, err := rootfs(binary, certs, m.Created)
 	if err != nil {
 		return nil, err
@@ -291,7 +336,7 @@ func Image(binary, certs []byte, m Meta) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Created = GOOS, GOARCH, v1.Time{Time: m.Created}
+	cf.OS, cf.Architecture, cf.Variant, cf.Created = p.OS, p.Architecture, p.Variant, v1.Time{Time: m.Created}
 	cf.Config = v1.Config{
 		User:       User,
 		Entrypoint: []string{Entrypoint},
@@ -364,31 +409,98 @@ func rootfs(binary, certs []byte, mtime time.Time) (v1.Layer, error) {
 	}, tarball.WithMediaType(types.OCILayer))
 }
 
-// Write writes the image as an OCI layout at out/oci (replacing what was there), its index
-// entry named by the tag, and as a tarball out/operator-TAG.tar for `docker load` (named
-// DefaultRegistry/operator:TAG). It returns the tarball's path.
-func (b *Build) Write(out string) (string, error) {
+// Write writes the index as an OCI layout at out/oci (replacing what was there), its entry
+// named by the tag (and, for containerd, by DefaultRegistry/operator:TAG); the same layout
+// as one tar, out/operator-TAG.oci.tar; and each platform's image as a tarball for
+// `docker load`, out/operator-TAG-OS-ARCH.docker.tar (named DefaultRegistry/operator:TAG).
+// It returns the tars' paths.
+func (b *Build) Write(out string) ([]string, error) {
 	dir := filepath.Join(out, "oci")
 	if err := os.RemoveAll(dir); err != nil {
-		return "", err
+		return nil, err
 	}
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := p.AppendImage(b.Image, layout.WithAnnotations(map[string]string{refName: b.Tag})); err != nil {
-		return "", err
+	full := DefaultRegistry + "/" + Repository + ":" + b.Tag
+	if err := p.AppendIndex(b.Index, layout.WithAnnotations(map[string]string{refName: b.Tag, containerdName: full})); err != nil {
+		return nil, err
 	}
-	ref, err := name.NewTag(DefaultRegistry + "/" + Repository + ":" + b.Tag)
+	archive := filepath.Join(out, Repository+"-"+b.Tag+".oci.tar")
+	if err := tarDir(dir, archive, b.created()); err != nil {
+		return nil, err
+	}
+	paths := []string{archive}
+	ref, err := name.NewTag(full)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	tarPath := filepath.Join(out, Repository+"-"+b.Tag+".tar")
-	return tarPath, tarball.WriteToFile(tarPath, ref, b.Image)
+	for i, img := range b.Images {
+		pl := Platforms[i]
+		path := filepath.Join(out, Repository+"-"+b.Tag+"-"+pl.OS+"-"+pl.Architecture+".docker.tar")
+		if err := tarball.WriteToFile(path, ref, img); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
 }
 
-// Push copies every tagged image of the OCI layout at dir to registry/operator:TAG, with the
-// docker config's credentials. Registries on loopback are spoken to over plain HTTP.
+// created is the build time the images carry.
+func (b *Build) created() time.Time {
+	if len(b.Images) > 0 {
+		if cf, err := b.Images[0].ConfigFile(); err == nil {
+			return cf.Created.Time
+		}
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+// tarDir writes the files under dir into a tar at path, in lexical order, every entry
+// with mtime and owner 0: the same layout gives the same bytes.
+func tarDir(dir, path string, mtime time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: mtime, Format: tar.FormatPAX, Typeflag: tar.TypeReg}
+		if d.IsDir() {
+			h.Name, h.Mode, h.Typeflag = h.Name+"/", 0o755, tar.TypeDir
+			return tw.WriteHeader(h)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h.Size = int64(len(data))
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Push copies every tagged image index (or image) of the OCI layout at dir to
+// registry/operator:TAG, with the docker config's credentials. Registries on loopback are
+// spoken to over plain HTTP.
 func Push(ctx context.Context, dir, registry string, opts ...remote.Option) ([]name.Reference, error) {
 	if registry == "" {
 		return nil, errors.New("push: set REGISTRY (e.g. ghcr.io/openuniverse)")
@@ -419,12 +531,22 @@ func Push(ctx context.Context, dir, registry string, opts ...remote.Option) ([]n
 		if err != nil {
 			return pushed, err
 		}
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			return pushed, err
-		}
-		if err := remote.Write(ref, img, opts...); err != nil {
-			return pushed, fmt.Errorf("push %s: %w", ref, err)
+		if d.MediaType.IsIndex() {
+			ii, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return pushed, err
+			}
+			if err := remote.WriteIndex(ref, ii, opts...); err != nil {
+				return pushed, fmt.Errorf("push %s: %w", ref, err)
+			}
+		} else {
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return pushed, err
+			}
+			if err := remote.Write(ref, img, opts...); err != nil {
+				return pushed, fmt.Errorf("push %s: %w", ref, err)
+			}
 		}
 		pushed = append(pushed, ref)
 	}

@@ -5,9 +5,6 @@ package install
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -119,6 +116,12 @@ type InstallOptions struct {
 	// namespace/name; empty means <Namespace>/<the default pull Secret>. In the operator's
 	// namespace the operator may get that one Secret there.
 	TenantPullSource string
+	// Plane, when set, installs the deploy plane as its own Deployment and Service
+	// (PlaneDeployment, PlaneService).
+	Plane *PlaneOptions
+	// LuxNetworkKinds also applies the luxfi operator's lux.network CRDs
+	// (LuxNetworkCRDObjects), so those CRs are served.
+	LuxNetworkKinds bool
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -154,7 +157,7 @@ type Installer struct {
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
 func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.Result, error) {
-	crds, err := CRDObjects(o.APIGroup)
+	crds, err := installCRDs(o)
 	if err != nil {
 		return nil, err
 	}
@@ -266,27 +269,7 @@ func CRDObjects(group string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crd bundle of %s: %w", group, err)
 	}
-	out := make([]*unstructured.Unstructured, 0, len(crds))
-	for i := range crds {
-		crds[i].SetGroupVersionKind(apiextensionsGVK)
-		u, err := toUnstructured(&crds[i])
-		if err != nil {
-			return nil, err
-		}
-		b, err := json.Marshal(u.Object) // map keys sorted: stable
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
-		u.SetAnnotations(ann)
-		out = append(out, u)
-	}
-	return out, nil
+	return crdObjects(crds)
 }
 
 // OperatorObjects returns the operator's objects in apply stages: the Namespace (and the
@@ -335,6 +318,7 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 	for i := range o.Shards {
 		typed[len(typed)-1] = append(typed[len(typed)-1], ShardDeployment(o, int(i)+1))
 	}
+	typed[len(typed)-1] = append(typed[len(typed)-1], planeObjects(o)...)
 	out := make([][]*unstructured.Unstructured, 0, len(typed))
 	for _, stage := range typed {
 		var objs []*unstructured.Unstructured
