@@ -218,7 +218,10 @@ func FindCR(snap *source.Snapshot, cr Object, l source.Limits) (string, error) {
 // every other byte kept (quotes, comments, flow style, line endings, other documents). The
 // document's spec.image is a mapping with repository and tag, or a scalar repository:tag;
 // its repository must be repository (normalized: docker.io/library/x is x). A file already at
-// tag comes back unchanged. Errors name the file and the object.
+// tag comes back unchanged. The document must declare cr in cr's own namespace (the finder's
+// rule: another namespace's document is another CR) and name repository in full (registry
+// host and path; the same path on another registry is another image). Errors name the file
+// and the object.
 func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
 	return setCRImage(path, data, cr, repository, tag, false)
 }
@@ -270,6 +273,9 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 		return nil, fmt.Errorf("%s: %s is not in the file (%w at this head)", path, cr, ErrCRNotFound)
 	}
 	want := normalizeRepo(repository)
+	if want == "" {
+		return nil, fmt.Errorf("%s: %s: the change names no valid image repository (%q): a tag is written only to the image of the change's full repository", path, cr, repository)
+	}
 	var s Site
 	var repoSite *Site
 	var err error
@@ -285,7 +291,7 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 				return nil, fmt.Errorf("%s: %s: spec.image.repository: %w", path, cr, err)
 			}
 			repoSite = &rs
-		} else if want != "" && normalizeRepo(repo.Value) != want {
+		} else if normalizeRepo(repo.Value) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image.repository %s, the change %s: %w", path, cr, repo.Value, repository, ErrRepositoryChange)
 		}
 		if tagNode == nil {
@@ -304,7 +310,7 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 			}
 			break
 		}
-		if want != "" && normalizeRepo(name) != want {
+		if normalizeRepo(name) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image %s, the change %s: %w", path, cr, image.Value, repository, ErrRepositoryChange)
 		}
 		s, err = site(data, lines, image, flow, true, Object{})
