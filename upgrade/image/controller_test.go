@@ -172,7 +172,7 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	}
 
 	var sweeps atomic.Int32
-	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second}, Now: time.Now, Jitter: func() float64 { return 0 },
+	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
 		Sweep: func() { sweeps.Add(1) },
 		Writers: func(repo string, cr *image.GitCredentials) (source.Writer, error) {
 			var creds source.Credentials

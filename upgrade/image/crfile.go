@@ -110,7 +110,7 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 			return setCRImage(p, data, c.CR, c.Repository, c.Tag, c.MoveRepository)
 		}})
 	if err != nil {
-		return Committed{Path: path, Result: res}, fmt.Errorf("commit %s to %s: %w", c.CR, path, err)
+		return Committed{Path: path, Result: res}, hostError(fmt.Sprintf("commit %s to %s", c.CR, path), err)
 	}
 	if res.Commit != "" && w.AfterCommit != nil {
 		w.AfterCommit()
@@ -143,11 +143,11 @@ func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.Grou
 func (w *CRCommitter) find(ctx context.Context, cr Object) (string, error) {
 	rev, err := w.Source.Head(ctx)
 	if err != nil {
-		return "", fmt.Errorf("find the file of %s: %w", cr, err)
+		return "", hostError(fmt.Sprintf("find the file of %s", cr), err)
 	}
 	snap, err := w.Source.Snapshot(ctx, rev)
 	if err != nil {
-		return "", fmt.Errorf("find the file of %s at %s: %w", cr, short(rev), err)
+		return "", hostError(fmt.Sprintf("find the file of %s at %s", cr, short(rev)), err)
 	}
 	return FindCR(snap, cr, w.Limits)
 }
