@@ -63,6 +63,10 @@ type Reconciler struct {
 	// off. Called after every successful push.
 	Sweep    func()
 	Recorder events.EventRecorder
+	// Universe is the repository the operator follows (its token writes there); nil when the
+	// sweep is off. A file of it is rewritten only when the finder sees it declaring an object
+	// of the ImageUpdate's namespace.
+	Universe *Universe
 	// Tenancy admits an ImageUpdate by its Namespace (read with its managedFields); a refusal
 	// is the TenancyError's reason, Stalled.
 	Tenancy kinds.Tenancy
@@ -206,6 +210,17 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 			after = re.RetryAfter
 		}
 		return Outcome{Reason: ReasonRegistryError, Message: err.Error()}, after
+	}
+
+	// The file must be the tenant's in the universe repository.
+	if r.Universe != nil && strings.TrimSpace(spec.WritebackRepo) == r.Universe.Repo {
+		if err := r.Universe.ownFile(ctx, path, cr.Namespace); err != nil {
+			var ff *ForeignFileError
+			if errors.As(err, &ff) {
+				return fail(ReasonForeignFile, "%v", err)
+			}
+			return fail(ReasonGitError, "%v", err)
+		}
 	}
 
 	// The file, at the head of the branch the commit would land on.

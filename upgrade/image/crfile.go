@@ -357,3 +357,48 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 	}
 	return nil
 }
+
+// Universe is the universe repository as the CR write path finds CRs in it: the git sweep's
+// source and limits. An ImageUpdate writing to it may rewrite only a file the finder sees
+// declaring an object of the ImageUpdate's namespace (DeclaresIn).
+type Universe struct {
+	// Repo is the writebackRepo spelling of the repository (--git-url or
+	// --github-repository).
+	Repo   string
+	Source source.Source
+	Limits source.Limits
+}
+
+// ownFile refuses path unless the finder sees it declaring an object in namespace at the
+// source's head.
+func (u *Universe) ownFile(ctx context.Context, path, namespace string) error {
+	rev, err := u.Source.Head(ctx)
+	if err != nil {
+		return hostError("find "+path, err)
+	}
+	snap, err := u.Source.Snapshot(ctx, rev)
+	if err != nil {
+		return hostError("find "+path+" at "+short(rev), err)
+	}
+	if !DeclaresIn(snap, path, namespace, u.Limits) {
+		return &ForeignFileError{Path: path, Namespace: namespace}
+	}
+	return nil
+}
+
+// DeclaresIn reports whether the file path of snap declares an object in namespace, parsed as
+// the sweep and FindCR parse it.
+func DeclaresIn(snap *source.Snapshot, path, namespace string, l source.Limits) bool {
+	for _, f := range snap.Files {
+		if f.Path != path {
+			continue
+		}
+		objs, _ := source.ParseLimited(&source.Snapshot{Revision: snap.Revision, Files: []source.File{f}}, l)
+		for _, o := range objs {
+			if o.Obj.GetNamespace() == namespace {
+				return true
+			}
+		}
+	}
+	return false
+}
