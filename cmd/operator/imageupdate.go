@@ -18,11 +18,11 @@ import (
 
 // imageOptions are the ImageUpdate loop's registry rules (--image-*).
 type imageOptions struct {
-	RegistryHosts  []string
-	AllowPrivate   bool
-	MaxTags        int
-	MaxTagBytes    int
-	MaxTagPages    int
+	RegistryHosts   []string
+	AllowPrivate    bool
+	MaxTags         int
+	MaxTagBytes     int
+	MaxTagPages     int
 	RegistryTimeout time.Duration
 }
 
