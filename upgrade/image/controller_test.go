@@ -312,8 +312,13 @@ func TestHostileTenantImageUpdate(t *testing.T) {
 	if _, err := g.Commit("u.git", "main", "init", map[string][]byte{"tenants/org-b/cloud.yaml": []byte(orgB), "tenants/org-a/cloud.yaml": []byte(orgA)}); err != nil {
 		t.Fatal(err)
 	}
-	// The operator's own token for its own repository: what the loop was handed before.
-	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
+	// The operator's own token for its own repository: what the loop was handed before; the
+	// sweep's source is the finder.
+	src, err := gitclone.New(source.Static(source.NewToken(g.Password)), gitclone.Options{URL: g.HTTPURL("u.git"), Branch: "main", Username: g.Username, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &image.Reconciler{Universe: &image.Universe{Repo: g.HTTPURL("u.git"), Source: src},Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
 		Writers: func(repo string, _ *image.GitCredentials) (source.Writer, error) {
 			return gitclone.NewWriter(source.Static(source.NewToken(g.Password)), gitclone.WriterOptions{URL: repo, Username: g.Username,
 				Retry: source.RetryPolicy{Attempts: 4, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
