@@ -318,7 +318,7 @@ func TestHostileTenantImageUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &image.Reconciler{Universe: &image.Universe{Repo: g.HTTPURL("u.git"), Source: src},Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
+	r := &image.Reconciler{Universe: &image.Universe{Repo: g.HTTPURL("u.git"), Source: src}, Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
 		Writers: func(repo string, _ *image.GitCredentials) (source.Writer, error) {
 			return gitclone.NewWriter(source.Static(source.NewToken(g.Password)), gitclone.WriterOptions{URL: repo, Username: g.Username,
 				Retry: source.RetryPolicy{Attempts: 4, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}})

@@ -245,7 +245,7 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !AllowedHost(g.hosts, req.URL.Host) {
 		return nil, g.refuse(fmt.Errorf("%s: %w", req.URL.Host, ErrHostNotAllowed))
 	}
-	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && loopback(host)) {
+	if plainOK := req.URL.Scheme == "http" && loopback(host); req.URL.Scheme != "https" && !plainOK {
 		return nil, g.refuse(fmt.Errorf("%s: %w", req.URL.Host, ErrPlainHTTP))
 	}
 	if strings.HasSuffix(req.URL.Path, "/tags/list") {
@@ -373,8 +373,11 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 func PublicAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	return ip.IsValid() && ip.IsGlobalUnicast() && !ip.IsPrivate() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() &&
-		!cgnat.Contains(ip) && !(ip.Is4() && ip.As4()[0] == 0)
+		!cgnat.Contains(ip) && !thisNetwork(ip)
 }
+
+// thisNetwork: 0.0.0.0/8, "this network" (RFC 791), which Linux dials as loopback.
+func thisNetwork(ip netip.Addr) bool { return ip.Is4() && ip.As4()[0] == 0 }
 
 func loopback(host string) bool {
 	if host == "localhost" {
