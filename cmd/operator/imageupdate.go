@@ -67,13 +67,25 @@ func setupImageUpdate(mgr ctrl.Manager, o *runOptions, creds *source.TokenFile, 
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Registry: reg,
-		Writers:  writers(o, own),
+		Writers:  ownFor(u, writers(o, own), writersWith(o, nil, false)),
 		Sweep:    sweep,
 		Recorder: mgr.GetEventRecorder("universe-operator-imageupdate"),
 		Tenancy:  o.Tenancy,
 		Universe: u,
 	}
 	return r.Setup(mgr)
+}
+
+// ownFor opens writebackRepo with the operator's token (withOwn) only when it is the universe
+// repository the finder checks files of, exactly as spelt; any other, without a
+// credentialsSecret, gets no token (withoutOwn).
+func ownFor(u *image.Universe, withOwn, withoutOwn image.WriterFor) image.WriterFor {
+	return func(repo string, c *image.GitCredentials) (source.Writer, error) {
+		if c == nil && (u == nil || strings.TrimSpace(repo) != u.Repo) {
+			return withoutOwn(repo, c)
+		}
+		return withOwn(repo, c)
+	}
 }
 
 // universe is the repository the operator follows, as the CR write path finds files in it;
@@ -93,6 +105,12 @@ func universe(o *runOptions) *image.Universe {
 // writers opens the write path of an ImageUpdate's writebackRepo: a git URL through go-git,
 // owner/name through the GitHub git data API (at --github-api-url).
 func writers(o *runOptions, own source.Credentials) image.WriterFor {
+	return writersWith(o, own, true)
+}
+
+// writersWith is writers; ownKey says whether the operator's own --git-ssh-key-file and
+// username may be used for its repository (never for an ImageUpdate the finder cannot check).
+func writersWith(o *runOptions, own source.Credentials, ownKey bool) image.WriterFor {
 	return func(repo string, c *image.GitCredentials) (source.Writer, error) {
 		repo = strings.TrimSpace(repo)
 		var creds source.Credentials
@@ -107,13 +125,13 @@ func writers(o *runOptions, own source.Credentials) image.WriterFor {
 		}
 		if isGitURL(repo) {
 			wo := gitclone.WriterOptions{URL: repo, Username: username, Timeout: o.Git.Timeout}
-			if username == "" && repo == o.Git.URL {
+			if username == "" && repo == o.Git.URL && ownKey {
 				wo.Username = o.Git.Username
 			}
 			if c != nil {
 				wo.SSHKey, wo.KnownHosts = c.SSHKey, c.KnownHosts
 			}
-			if len(wo.SSHKey) == 0 && repo == o.Git.URL {
+			if len(wo.SSHKey) == 0 && repo == o.Git.URL && ownKey {
 				wo.SSHKeyFile, wo.KnownHostsFile = o.Git.SSHKeyFile, o.Git.KnownHostsFile
 			}
 			return gitclone.NewWriter(creds, wo)
