@@ -14,8 +14,14 @@ import (
 // checks files of, never without the sweep, and never to another spelling or repository.
 func TestImageUpdateOwnTokenOnlyForTheUniverse(t *testing.T) {
 	var got []string
-	with := func(repo string, _ *image.GitCredentials) (source.Writer, error) { got = append(got, "own:"+repo); return nil, nil }
-	without := func(repo string, _ *image.GitCredentials) (source.Writer, error) { got = append(got, "none:"+repo); return nil, nil }
+	with := func(repo string, _ *image.GitCredentials) (source.Writer, error) {
+		got = append(got, "own:"+repo)
+		return nil, nil
+	}
+	without := func(repo string, _ *image.GitCredentials) (source.Writer, error) {
+		got = append(got, "none:"+repo)
+		return nil, nil
+	}
 	u := &image.Universe{Repo: "https://git.example/u.git"}
 	w := ownFor(u, with, without)
 	_, _ = w("https://git.example/u.git", nil)
