@@ -64,6 +64,9 @@ fuzz: ## Run each fuzz target for FUZZTIME (seeds in testdata/fuzz also run in e
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./source/
 	go test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./reconcile/gitops/
 	go test -run '^$$' -fuzz '^FuzzMaskSecret$$' -fuzztime $(FUZZTIME) ./reconcile/
+	go test -run '^$$' -fuzz '^FuzzValidBranch$$' -fuzztime $(FUZZTIME) ./source/
+	go test -run '^$$' -fuzz '^FuzzTenantRewrite$$' -fuzztime $(FUZZTIME) ./upgrade/image/
+	go test -run '^$$' -fuzz '^FuzzRegistryAnswer$$' -fuzztime $(FUZZTIME) ./upgrade/image/
 
 generate: ## Regenerate deepcopy code and CRD bundles
 	go generate ./kinds/...

@@ -172,7 +172,7 @@ spec:
 		"docs/README.md":    []byte("universe\n"),
 	})
 	reg.push(t, "hanzo/arch", "v1.0.0-amd64", "v1.1.0")
-	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
+	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--image-allow-private-registries") // the registry is on 127.0.0.1
 	op.reconcileNow(t)
 
 	// The conditions that are not a push.

@@ -81,6 +81,14 @@ func (c Change) Validate() error {
 	case c.Message == "":
 		return errors.New("write: commit message is empty")
 	}
+	if err := ValidBranch(c.Branch); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if c.PushBranch != "" {
+		if err := ValidBranch(c.PushBranch); err != nil {
+			return fmt.Errorf("write: push %w", err)
+		}
+	}
 	for _, p := range c.Paths {
 		if CleanPath(p) == "" || CleanPath(p) != p {
 			return fmt.Errorf("write: path %q is not a clean relative file path", p)

@@ -81,6 +81,7 @@ type runOptions struct {
 	GitOps gitops.Options
 	Drive  driveOptions
 	Plane  plane.Options
+	Image  imageOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	commits source.Source
@@ -129,6 +130,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.GitOps.BindFlags(fs)
 	o.Drive.BindFlags(fs)
 	o.Plane.BindFlags(fs, "") // off by default
+	o.Image.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {

@@ -261,11 +261,12 @@ type ImageUpdateSpec struct {
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 	// +optional
 	RegistrySecret string `json:"registrySecret,omitempty"`
-	// Insecure allows plain HTTP to a registry that is not on loopback.
+	// Insecure lets the registry client speak plain HTTP, to a loopback registry only: plain
+	// HTTP never goes to another host, with or without it.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
 	// PushBranch receives the commits instead of writebackRef: created from it when missing,
-	// never force-pushed.
+	// never force-pushed. It must be under imageupdate/ (imageupdate/<name>).
 	// +optional
 	PushBranch string `json:"pushBranch,omitempty"`
 	// CommitMessage is a Go template over .Repository, .OldTag, .NewTag, .Namespace, .Name
@@ -279,7 +280,8 @@ type ImageUpdateSpec struct {
 	SigningKeySecret string `json:"signingKeySecret,omitempty"`
 }
 
-// CommitAuthor is the author and committer of write-back commits.
+// CommitAuthor is named in a "Requested-by:" trailer of write-back commits; the operator is
+// their author and committer.
 type CommitAuthor struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`

@@ -25,9 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
+
+// PushBranchPrefix is where every pushBranch lives: an ImageUpdate proposes on a branch of
+// its own, never on another branch of the repository (release/*, another tenant's).
+const PushBranchPrefix = "imageupdate/"
 
 // WriterFor returns the writer of an ImageUpdate's writebackRepo with the credentials the
 // shell found (nil: none in the CR; the factory may fall back to the operator's own token
@@ -58,7 +63,14 @@ type Reconciler struct {
 	// off. Called after every successful push.
 	Sweep    func()
 	Recorder events.EventRecorder
-	Now      func() time.Time
+	// Universe is the repository the operator follows (its token writes there); nil when the
+	// sweep is off. A file of it is rewritten only when the finder sees it declaring an object
+	// of the ImageUpdate's namespace.
+	Universe *Universe
+	// Tenancy admits an ImageUpdate by its Namespace (read with its managedFields); a refusal
+	// is the TenancyError's reason, Stalled.
+	Tenancy kinds.Tenancy
+	Now     func() time.Time
 	// Jitter returns a uniform draw in [0, 1); rand.Float64 when nil.
 	Jitter func() float64
 }
@@ -108,6 +120,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out.Reason == ReasonInvalidSpec {
 		return ctrl.Result{}, nil // a spec change wakes us
 	}
+	if tenancyReason(out.Reason) {
+		// a Namespace's label does not wake us: look again at the interval, never sooner
+		return ctrl.Result{RequeueAfter: Interval(cr.Spec.IntervalSeconds, 0, r.Jitter())}, nil
+	}
 	return ctrl.Result{RequeueAfter: Interval(cr.Spec.IntervalSeconds, retryAfter, r.Jitter())}, nil
 }
 
@@ -117,6 +133,18 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 	spec := cr.Spec
 	fail := func(reason, format string, args ...any) (Outcome, time.Duration) {
 		return Outcome{Reason: reason, Message: fmt.Sprintf(format, args...)}, 0
+	}
+	// Tenancy first: nothing of a refused CR is read, listed or written.
+	ns := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: cr.Namespace}, ns); err != nil {
+		return fail(ReasonNamespaceUnreadable, "read Namespace %s: %v", cr.Namespace, apierrors.ReasonForError(err))
+	}
+	if _, err := r.Tenancy.Admit(cr, ns); err != nil {
+		var te *kinds.TenancyError
+		if errors.As(err, &te) {
+			return fail(te.Reason, "%s", te.Message)
+		}
+		return fail(kinds.ReasonInvalidOrg, "%v", err)
 	}
 	policy, err := ParsePolicy(spec.Policy)
 	if err != nil {
@@ -129,6 +157,14 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 	branch := spec.WritebackRef
 	if branch == "" {
 		branch = "main"
+	}
+	if err := source.ValidBranch(branch); err != nil {
+		return fail(ReasonInvalidSpec, "writebackRef: %v", err)
+	}
+	if spec.PushBranch != "" {
+		if err := ValidPushBranch(spec.PushBranch); err != nil {
+			return fail(ReasonInvalidSpec, "pushBranch: %v", err)
+		}
 	}
 	msgTmpl, err := template.New("message").Option("missingkey=error").Parse(commitTemplate(spec.CommitMessage))
 	if err != nil {
@@ -176,12 +212,23 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 		return Outcome{Reason: ReasonRegistryError, Message: err.Error()}, after
 	}
 
+	// The file must be the tenant's in the universe repository.
+	if r.Universe != nil && strings.TrimSpace(spec.WritebackRepo) == r.Universe.Repo {
+		if err := r.Universe.ownFile(ctx, path, cr.Namespace); err != nil {
+			var ff *ForeignFileError
+			if errors.As(err, &ff) {
+				return fail(ReasonForeignFile, "%v", err)
+			}
+			return fail(ReasonGitError, "%v", err)
+		}
+	}
+
 	// The file, at the head of the branch the commit would land on.
 	w, err := r.Writers(spec.WritebackRepo, gitCreds)
 	if err != nil {
 		return fail(ReasonInvalidSpec, "writebackRepo: %v", err)
 	}
-	target := Target{Repository: spec.ImageRepository, Marker: cr.Namespace + ":" + cr.Name}
+	target := Target{Repository: spec.ImageRepository, Marker: cr.Namespace + ":" + cr.Name, Namespace: cr.Namespace}
 	var sites []Site
 	_, err = w.Write(ctx, source.Change{Branch: branch, PushBranch: spec.PushBranch, Paths: []string{path}, Message: "read",
 		Edit: func(p string, data []byte) ([]byte, error) {
@@ -190,15 +237,19 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 			return data, err // never changes the file: a read
 		}})
 	if err != nil {
+		var ff *ForeignFileError
+		if errors.As(err, &ff) {
+			return fail(ReasonForeignFile, "%v", ff)
+		}
 		var nm *NoMatchError
 		if errors.As(err, &nm) || errors.Is(err, source.ErrFileNotFound) {
-			return fail(ReasonNoMatch, "%v", err)
+			return fail(ReasonNoMatch, "%v", hostError("read "+path, err))
 		}
 		var ee *source.EditError
 		if errors.As(err, &ee) {
 			return fail(ReasonNoMatch, "%v", err)
 		}
-		return fail(ReasonGitError, "read %s: %v", path, err)
+		return fail(ReasonGitError, "%v", hostError("read "+path, err))
 	}
 	current := sites[0].Current
 	failed := r.failedTags(ctx, sites, spec.ImageRepository)
@@ -220,24 +271,22 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 		"Namespace": cr.Namespace, "Name": cr.Name, "Path": path}); err != nil {
 		return fail(ReasonInvalidSpec, "commitMessage: %v", err)
 	}
-	author := source.Signature{}
-	if a := spec.CommitAuthor; a != nil {
-		author = source.Signature{Name: a.Name, Email: a.Email}
-	}
+	// The operator is the author and committer; the CR's commitAuthor is a trailer.
 	res, err := w.Write(ctx, source.Change{Branch: branch, PushBranch: spec.PushBranch, Paths: []string{path},
-		Message: strings.TrimSpace(msg.String()) + "\n", Author: author, SigningKey: signing, SigningPassphrase: passphrase,
+		Message: CommitMessage(msg.String(), spec.CommitAuthor), SigningKey: signing, SigningPassphrase: passphrase,
 		Edit: func(p string, data []byte) ([]byte, error) {
 			return Rewrite(p, data, target, sel.Tag, func(cur string) bool { return Newer(policy, sel.Tag, cur) })
 		}})
 	switch {
 	case errors.Is(err, source.ErrConflict):
-		return Outcome{Reason: ReasonPushRejected, Current: current, Latest: sel.Tag, Message: err.Error()}, 0
+		return Outcome{Reason: ReasonPushRejected, Current: current, Latest: sel.Tag, Message: hostError("push "+path, err).Error()}, 0
 	case err != nil:
 		var nm *NoMatchError
-		if errors.As(err, &nm) {
+		var ff *ForeignFileError
+		if errors.As(err, &nm) || errors.As(err, &ff) {
 			return fail(ReasonNoMatch, "%v", err)
 		}
-		return Outcome{Reason: ReasonGitError, Current: current, Latest: sel.Tag, Message: err.Error()}, 0
+		return Outcome{Reason: ReasonGitError, Current: current, Latest: sel.Tag, Message: hostError("push "+path, err).Error()}, 0
 	case res.Commit == "":
 		// Someone else already wrote it (or something newer) on the new head.
 		return Outcome{Reason: ReasonNoNewTag, Current: current, Latest: sel.Tag, Message: "at latest: " + sel.Tag}, 0
@@ -245,6 +294,42 @@ func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time
 	return Outcome{Reason: ReasonPushed, Current: current, Latest: sel.Tag,
 		Message: fmt.Sprintf("pushed %s %s -> %s to %s in %s (%d attempt(s))", spec.ImageRepository, current, sel.Tag, res.Branch, short(res.Commit), res.Attempts),
 		Pushed:  &Push{Tag: sel.Tag, Commit: res.Commit, At: r.Now()}}, 0
+}
+
+// ValidPushBranch: a pushBranch is a valid branch under PushBranchPrefix.
+func ValidPushBranch(b string) error {
+	if !strings.HasPrefix(b, PushBranchPrefix) || len(b) == len(PushBranchPrefix) {
+		return fmt.Errorf("branch %q is not under %s (an ImageUpdate proposes on a branch of its own)", b, PushBranchPrefix)
+	}
+	return source.ValidBranch(b)
+}
+
+// CommitMessage is the commit message of a push: the rendered template, and the CR's
+// commitAuthor as a Requested-by trailer (the operator is the author and committer: a CR
+// cannot sign a commit with another person's name). The trailer is one line, whatever the CR
+// holds.
+func CommitMessage(rendered string, a *v1.CommitAuthor) string {
+	msg := strings.TrimSpace(rendered) + "\n"
+	if a == nil {
+		return msg
+	}
+	clean := func(s string) string {
+		s = strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f || r == '<' || r == '>' {
+				return -1
+			}
+			return r
+		}, s)
+		if len(s) > 100 {
+			s = s[:100]
+		}
+		return strings.TrimSpace(s)
+	}
+	name, email := clean(a.Name), clean(a.Email)
+	if name == "" && email == "" {
+		return msg
+	}
+	return msg + "\nRequested-by: " + strings.TrimSpace(name+" <"+email+">") + "\n"
 }
 
 func short(sha string) string {

@@ -172,7 +172,7 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	}
 
 	var sweeps atomic.Int32
-	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second}, Now: time.Now, Jitter: func() float64 { return 0 },
+	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
 		Sweep: func() { sweeps.Add(1) },
 		Writers: func(repo string, cr *image.GitCredentials) (source.Writer, error) {
 			var creds source.Credentials
@@ -277,5 +277,107 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	}
 	if sweeps.Load() != 3 {
 		t.Fatalf("sweeps %d, want 3", sweeps.Load())
+	}
+}
+
+// TestHostileTenantImageUpdate is issue 23's attack on the ImageUpdate loop, on a real
+// apiserver, git server and registry: a CR in namespace org-a naming org A's x/cloud and
+// writebackPath tenants/org-b/cloud.yaml moved org B's orgb/cloud (the same last path segment)
+// to a tag org A published, with the operator's token and an author of org A's choosing.
+// Now it is refused (ForeignFile), branch names that walk the API path or leave
+// imageupdate/ are InvalidSpec, a CR claiming another org is OrgMismatch (Stalled, no hot
+// loop), and the commit org A may make in its own file is the operator's.
+func TestHostileTenantImageUpdate(t *testing.T) {
+	c := setupAPI(t)
+	ctx := context.Background()
+	for _, ns := range []string{"org-a", "org-b"} {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{kinds.OrgLabel: ns}}}
+		if err := c.Create(ctx, n, client.FieldOwner("cloud-api")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	pushTags(t, host, "orgb/cloud", "v1.0.0")
+	pushTags(t, host, "x/cloud", "v1.0.0", "v6.6.6") // org A publishes the tag
+
+	g, err := testbed.NewGitServer("", "bot", "pw-hostile-23")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { g.Stop(); _ = os.RemoveAll(g.Root()) }()
+	orgB := "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata:\n  name: cloud\n  namespace: org-b\nspec:\n  image:\n    repository: " + host + "/orgb/cloud\n    tag: v1.0.0\n"
+	orgA := "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata:\n  name: cloud\n  namespace: org-a\nspec:\n  image:\n    repository: " + host + "/x/cloud\n    tag: v1.0.0\n"
+	if _, err := g.Commit("u.git", "main", "init", map[string][]byte{"tenants/org-b/cloud.yaml": []byte(orgB), "tenants/org-a/cloud.yaml": []byte(orgA)}); err != nil {
+		t.Fatal(err)
+	}
+	// The operator's own token for its own repository: what the loop was handed before; the
+	// sweep's source is the finder.
+	src, err := gitclone.New(source.Static(source.NewToken(g.Password)), gitclone.Options{URL: g.HTTPURL("u.git"), Branch: "main", Username: g.Username, CacheDir: t.TempDir(), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &image.Reconciler{Universe: &image.Universe{Repo: g.HTTPURL("u.git"), Source: src}, Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
+		Writers: func(repo string, _ *image.GitCredentials) (source.Writer, error) {
+			return gitclone.NewWriter(source.Static(source.NewToken(g.Password)), gitclone.WriterOptions{URL: repo, Username: g.Username,
+				Retry: source.RetryPolicy{Attempts: 4, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+		}}
+	run := func(name string, spec v1.ImageUpdateSpec, labels map[string]string) (*v1.ImageUpdate, ctrl.Result) {
+		t.Helper()
+		spec.WritebackRepo, spec.ImageRepository = g.HTTPURL("u.git"), host+"/x/cloud"
+		iu := &v1.ImageUpdate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "org-a", Labels: labels}, Spec: spec}
+		if err := c.Create(ctx, iu); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "org-a", Name: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(iu), iu); err != nil {
+			t.Fatal(err)
+		}
+		return iu, res
+	}
+	stalled := func(iu *v1.ImageUpdate, reason, says string) {
+		t.Helper()
+		cd := meta.FindStatusCondition(iu.Status.Conditions, "Stalled")
+		if cd == nil || cd.Status != metav1.ConditionTrue || cd.Reason != reason || !strings.Contains(cd.Message, says) {
+			t.Fatalf("%s: want Stalled %s saying %q, got %+v", iu.Name, reason, says, iu.Status.Conditions)
+		}
+	}
+	before, _ := headOf(t, g)
+
+	iu, _ := run("steal", v1.ImageUpdateSpec{WritebackPath: "tenants/org-b/cloud.yaml", CommitAuthor: &v1.CommitAuthor{Name: "Org B Admin", Email: "admin@orgb.example"}}, nil)
+	stalled(iu, image.ReasonForeignFile, "namespace org-a")
+	iu, _ = run("walk", v1.ImageUpdateSpec{WritebackPath: "tenants/org-a/cloud.yaml", WritebackRef: "../../../other/repo/git/refs/heads/main"}, nil)
+	stalled(iu, image.ReasonInvalidSpec, "writebackRef")
+	iu, _ = run("pushmain", v1.ImageUpdateSpec{WritebackPath: "tenants/org-a/cloud.yaml", PushBranch: "release"}, nil)
+	stalled(iu, image.ReasonInvalidSpec, "imageupdate/")
+	iu, res := run("claim", v1.ImageUpdateSpec{WritebackPath: "tenants/org-a/cloud.yaml"}, map[string]string{kinds.OrgLabel: "org-b"})
+	stalled(iu, kinds.ReasonOrgMismatch, "org-b")
+	if res.RequeueAfter < 5*time.Minute {
+		t.Fatalf("a tenancy refusal requeued after %v", res.RequeueAfter)
+	}
+	if head, files := headOf(t, g); head.Hash != before.Hash || files["tenants/org-b/cloud.yaml"] != orgB {
+		t.Fatalf("a refused CR committed: %s\n%s", head.Message, files["tenants/org-b/cloud.yaml"])
+	}
+
+	// Its own file: pushed, by the operator, the CR's author only a trailer.
+	iu, _ = run("own", v1.ImageUpdateSpec{WritebackPath: "tenants/org-a/cloud.yaml", PushBranch: "imageupdate/cloud",
+		CommitAuthor: &v1.CommitAuthor{Name: "Org B Admin\nSigned-off-by: x", Email: "admin@orgb.example"}}, nil)
+	if cd := meta.FindStatusCondition(iu.Status.Conditions, "Ready"); cd == nil || cd.Reason != image.ReasonPushed {
+		t.Fatalf("own file: %+v", iu.Status.Conditions)
+	}
+	cl, err := git.Clone(memory.NewStorage(), nil, &git.CloneOptions{URL: g.HTTPURL("u.git"), Auth: &githttp.BasicAuth{Username: g.Username, Password: g.Password},
+		ReferenceName: plumbing.NewBranchReferenceName("imageupdate/cloud"), SingleBranch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := cl.Head()
+	commit, _ := cl.CommitObject(h.Hash())
+	if commit.Author.Name != source.DefaultAuthor.Name || commit.Committer.Email != source.DefaultAuthor.Email ||
+		!strings.HasSuffix(commit.Message, "\nRequested-by: Org B AdminSigned-off-by: x <admin@orgb.example>\n") || strings.Contains(commit.Message, "\nSigned-off-by") {
+		t.Fatalf("commit by %s <%s> / %s: %q", commit.Author.Name, commit.Author.Email, commit.Committer.Name, commit.Message)
 	}
 }

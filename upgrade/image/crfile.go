@@ -110,7 +110,7 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 			return setCRImage(p, data, c.CR, c.Repository, c.Tag, c.MoveRepository)
 		}})
 	if err != nil {
-		return Committed{Path: path, Result: res}, fmt.Errorf("commit %s to %s: %w", c.CR, path, err)
+		return Committed{Path: path, Result: res}, hostError(fmt.Sprintf("commit %s to %s", c.CR, path), err)
 	}
 	if res.Commit != "" && w.AfterCommit != nil {
 		w.AfterCommit()
@@ -143,11 +143,11 @@ func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.Grou
 func (w *CRCommitter) find(ctx context.Context, cr Object) (string, error) {
 	rev, err := w.Source.Head(ctx)
 	if err != nil {
-		return "", fmt.Errorf("find the file of %s: %w", cr, err)
+		return "", hostError(fmt.Sprintf("find the file of %s", cr), err)
 	}
 	snap, err := w.Source.Snapshot(ctx, rev)
 	if err != nil {
-		return "", fmt.Errorf("find the file of %s at %s: %w", cr, short(rev), err)
+		return "", hostError(fmt.Sprintf("find the file of %s at %s", cr, short(rev)), err)
 	}
 	return FindCR(snap, cr, w.Limits)
 }
@@ -218,7 +218,10 @@ func FindCR(snap *source.Snapshot, cr Object, l source.Limits) (string, error) {
 // every other byte kept (quotes, comments, flow style, line endings, other documents). The
 // document's spec.image is a mapping with repository and tag, or a scalar repository:tag;
 // its repository must be repository (normalized: docker.io/library/x is x). A file already at
-// tag comes back unchanged. Errors name the file and the object.
+// tag comes back unchanged. The document must declare cr in cr's own namespace (the finder's
+// rule: another namespace's document is another CR) and name repository in full (registry
+// host and path; the same path on another registry is another image). Errors name the file
+// and the object.
 func SetCRImage(path string, data []byte, cr Object, repository, tag string) ([]byte, error) {
 	return setCRImage(path, data, cr, repository, tag, false)
 }
@@ -270,6 +273,9 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 		return nil, fmt.Errorf("%s: %s is not in the file (%w at this head)", path, cr, ErrCRNotFound)
 	}
 	want := normalizeRepo(repository)
+	if want == "" {
+		return nil, fmt.Errorf("%s: %s: the change names no valid image repository (%q): a tag is written only to the image of the change's full repository", path, cr, repository)
+	}
 	var s Site
 	var repoSite *Site
 	var err error
@@ -285,7 +291,7 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 				return nil, fmt.Errorf("%s: %s: spec.image.repository: %w", path, cr, err)
 			}
 			repoSite = &rs
-		} else if want != "" && normalizeRepo(repo.Value) != want {
+		} else if normalizeRepo(repo.Value) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image.repository %s, the change %s: %w", path, cr, repo.Value, repository, ErrRepositoryChange)
 		}
 		if tagNode == nil {
@@ -304,7 +310,7 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 			}
 			break
 		}
-		if want != "" && normalizeRepo(name) != want {
+		if normalizeRepo(name) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image %s, the change %s: %w", path, cr, image.Value, repository, ErrRepositoryChange)
 		}
 		s, err = site(data, lines, image, flow, true, Object{})
@@ -350,4 +356,49 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// Universe is the universe repository as the CR write path finds CRs in it: the git sweep's
+// source and limits. An ImageUpdate writing to it may rewrite only a file the finder sees
+// declaring an object of the ImageUpdate's namespace (DeclaresIn).
+type Universe struct {
+	// Repo is the writebackRepo spelling of the repository (--git-url or
+	// --github-repository).
+	Repo   string
+	Source source.Source
+	Limits source.Limits
+}
+
+// ownFile refuses path unless the finder sees it declaring an object in namespace at the
+// source's head.
+func (u *Universe) ownFile(ctx context.Context, path, namespace string) error {
+	rev, err := u.Source.Head(ctx)
+	if err != nil {
+		return hostError("find "+path, err)
+	}
+	snap, err := u.Source.Snapshot(ctx, rev)
+	if err != nil {
+		return hostError("find "+path+" at "+short(rev), err)
+	}
+	if !DeclaresIn(snap, path, namespace, u.Limits) {
+		return &ForeignFileError{Path: path, Namespace: namespace}
+	}
+	return nil
+}
+
+// DeclaresIn reports whether the file path of snap declares an object in namespace, parsed as
+// the sweep and FindCR parse it.
+func DeclaresIn(snap *source.Snapshot, path, namespace string, l source.Limits) bool {
+	for _, f := range snap.Files {
+		if f.Path != path {
+			continue
+		}
+		objs, _ := source.ParseLimited(&source.Snapshot{Revision: snap.Revision, Files: []source.File{f}}, l)
+		for _, o := range objs {
+			if o.Obj.GetNamespace() == namespace {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -262,3 +262,20 @@ func TestCRCommitterGitHub(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaresIn: the finder's view of a file's namespaces (a List's items count, a document
+// without a namespace does not).
+func TestDeclaresIn(t *testing.T) {
+	snap := &source.Snapshot{Revision: "abc", Files: []source.File{
+		{Path: "a.yaml", Data: []byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: org-a}}\n")},
+		{Path: "b.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: y, namespace: org-b}\n")},
+	}}
+	for _, c := range []struct {
+		path, ns string
+		want     bool
+	}{{"a.yaml", "org-a", true}, {"a.yaml", "org-b", false}, {"b.yaml", "org-b", true}, {"b.yaml", "org-a", false}, {"b.yaml", "", true}, {"c.yaml", "org-a", false}} {
+		if got := image.DeclaresIn(snap, c.path, c.ns, source.Limits{}); got != c.want {
+			t.Errorf("%s in %q: %v", c.path, c.ns, got)
+		}
+	}
+}

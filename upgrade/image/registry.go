@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -22,17 +26,47 @@ import (
 )
 
 // Registry lists tags through go-containerregistry (remote.List: the bearer-token challenge
-// and Link pagination are its). Plain HTTP goes only to a loopback registry unless the
-// ImageUpdate says insecure: true — go-containerregistry itself would also use it for
-// RFC 1918 and .local hosts, which a guard on the transport refuses.
+// and Link pagination are its), and decides where an ImageUpdate may send requests:
+//
+//   - only to hosts matching Hosts (globs; none: any host), token realms included;
+//   - never to a loopback, private, link-local, CGNAT or unspecified address unless
+//     AllowPrivate — checked on the address actually dialed, so a DNS answer cannot rebind
+//     around it (169.254.169.254 and in-cluster Services are private);
+//   - plain HTTP only to a loopback registry (go-containerregistry itself would use it for
+//     RFC 1918 and .local hosts; insecure: true no longer widens it);
+//   - a tag list of at most MaxTags tags, MaxBytes bytes of answers and MaxPages pages.
+//
+// A registry's answer text never leaves it: a RegistryError says the status code and a
+// fixed reason.
 type Registry struct {
-	// Transport is the base transport; http.DefaultTransport when nil.
+	// Transport is the base transport. Nil: an http.Transport without a proxy whose dialer
+	// refuses private addresses unless AllowPrivate. A caller-supplied one dials as it likes
+	// (tests, fuzzing); the host, scheme and size rules still apply.
 	Transport http.RoundTripper
 	// Timeout bounds one listing; 30 s when zero.
 	Timeout time.Duration
 	// PageSize asks for this many tags per page (the n parameter); 0 lets the registry choose.
 	PageSize int
+	// Hosts are the registry hosts (host or host:port, path.Match globs, case-insensitive)
+	// requests may go to; empty allows any.
+	Hosts []string
+	// AllowPrivate lets requests reach loopback, private and link-local addresses.
+	AllowPrivate bool
+	// MaxTags, MaxBytes and MaxPages bound one listing; zero means DefaultMaxTags,
+	// DefaultMaxBytes, DefaultMaxPages.
+	MaxTags, MaxBytes, MaxPages int
+
+	once sync.Once
+	dial http.RoundTripper
 }
+
+// The default bounds of a tag listing: a repository with more tags than this is not one an
+// ImageUpdate can order sensibly, and 8 MiB of answers hold ~300 000 short tags.
+const (
+	DefaultMaxTags  = 50_000
+	DefaultMaxBytes = 8 << 20
+	DefaultMaxPages = 100
+)
 
 // Credentials for one registry host: Basic (username and password), or none.
 type Credentials struct {
@@ -41,7 +75,10 @@ type Credentials struct {
 }
 
 // RegistryError is a listing failure with what status needs: the HTTP status when there was
-// one and, for 429, how long the registry asked us to wait.
+// one and, for 429, how long the registry asked us to wait. Its text is the status code and
+// a fixed reason, or one of the refusals of this package (ErrPlainHTTP, ErrHostNotAllowed,
+// ErrPrivateAddress, ErrTagListTooLarge); the registry's own words (an error body, a
+// transport's message) stay in Err, which is never printed.
 type RegistryError struct {
 	Repository string
 	StatusCode int
@@ -51,20 +88,73 @@ type RegistryError struct {
 
 func (e *RegistryError) Error() string {
 	switch e.StatusCode {
+	case 0:
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return fmt.Sprintf("list tags of %s: the registry refused the credentials (%d): check registrySecret", e.Repository, e.StatusCode)
 	case http.StatusTooManyRequests:
 		return fmt.Sprintf("list tags of %s: rate limited (429), retry after %s", e.Repository, e.RetryAfter)
+	case http.StatusNotFound:
+		return fmt.Sprintf("list tags of %s: the registry answered 404: no such repository", e.Repository)
+	default:
+		return fmt.Sprintf("list tags of %s: the registry answered %d", e.Repository, e.StatusCode)
 	}
-	return fmt.Sprintf("list tags of %s: %v", e.Repository, e.Err)
+	for _, own := range refusals {
+		if errors.Is(e.Err, own) {
+			return fmt.Sprintf("list tags of %s: %v", e.Repository, own)
+		}
+	}
+	if errors.Is(e.Err, context.DeadlineExceeded) {
+		return fmt.Sprintf("list tags of %s: timed out", e.Repository)
+	}
+	return fmt.Sprintf("list tags of %s: the registry could not be reached or answered something that is not a tag list", e.Repository)
 }
 
 func (e *RegistryError) Unwrap() error { return e.Err }
 
-// ErrPlainHTTP: a plain-HTTP request to a host that is neither loopback nor allowed insecure.
-var ErrPlainHTTP = errors.New("plain http is only used for loopback registries or with insecure: true")
+// The refusals of a listing; each is the whole text of its RegistryError.
+var (
+	// ErrPlainHTTP: a plain-HTTP request to a host that is not loopback.
+	ErrPlainHTTP = errors.New("plain http is only used for loopback registries")
+	// ErrHostNotAllowed: the host is not in --image-registry-hosts.
+	ErrHostNotAllowed = errors.New("the registry host is not in --image-registry-hosts")
+	// ErrPrivateAddress: the host resolved to a loopback, private or link-local address.
+	ErrPrivateAddress = errors.New("the registry host is a loopback, private or link-local address (--image-allow-private-registries allows it)")
+	// ErrTagListTooLarge: the tag list is over MaxTags, MaxBytes or MaxPages.
+	ErrTagListTooLarge = errors.New("the tag list is over the limits (--image-max-tags, --image-max-tag-bytes, --image-max-tag-pages)")
+	// errInvalidName: the repository does not parse.
+	errInvalidName = errors.New("not a valid repository name")
+
+	refusals = []error{ErrPlainHTTP, ErrHostNotAllowed, ErrPrivateAddress, ErrTagListTooLarge, errInvalidName}
+)
+
+func (r *Registry) limits() (tags, bytes, pages int) {
+	tags, bytes, pages = r.MaxTags, r.MaxBytes, r.MaxPages
+	if tags <= 0 {
+		tags = DefaultMaxTags
+	}
+	if bytes <= 0 {
+		bytes = DefaultMaxBytes
+	}
+	if pages <= 0 {
+		pages = DefaultMaxPages
+	}
+	return tags, bytes, pages
+}
+
+func (r *Registry) transport() http.RoundTripper {
+	if r.Transport != nil {
+		return r.Transport
+	}
+	r.once.Do(func() {
+		d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl(r.AllowPrivate)}
+		r.dial = &http.Transport{DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 10, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second, ResponseHeaderTimeout: 30 * time.Second}
+	})
+	return r.dial
+}
 
 // ListTags returns every tag of repository (host/path; a host-less name means Docker Hub).
+// insecure lets go-containerregistry speak plain HTTP to a loopback registry; no other.
 func (r *Registry) ListTags(ctx context.Context, repository string, creds *Credentials, insecure bool) ([]string, error) {
 	opts := []name.Option{name.WeakValidation}
 	if insecure {
@@ -72,7 +162,7 @@ func (r *Registry) ListTags(ctx context.Context, repository string, creds *Crede
 	}
 	repo, err := name.NewRepository(repository, opts...)
 	if err != nil {
-		return nil, &RegistryError{Repository: repository, Err: fmt.Errorf("repository name: %w", err)}
+		return nil, &RegistryError{Repository: repository, Err: errInvalidName}
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -80,11 +170,8 @@ func (r *Registry) ListTags(ctx context.Context, repository string, creds *Crede
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	base := r.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	guard := &guardTransport{base: base, insecure: insecure}
+	maxTags, maxBytes, maxPages := r.limits()
+	guard := &guardTransport{base: r.transport(), hosts: r.Hosts, budget: int64(maxBytes), pages: maxPages}
 	auth := authn.Anonymous
 	if creds != nil && creds.Username != "" {
 		auth = &authn.Basic{Username: creds.Username, Password: creds.Password.Reveal()}
@@ -93,6 +180,9 @@ func (r *Registry) ListTags(ctx context.Context, repository string, creds *Crede
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 2}),
 		remote.WithRetryStatusCodes(http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout),
 		remote.WithUserAgent("universe-operator-imageupdate"), remote.WithPageSize(r.PageSize))
+	if refused := guard.refused(); refused != nil {
+		return nil, &RegistryError{Repository: repository, Err: refused}
+	}
 	if err != nil {
 		re := &RegistryError{Repository: repository, Err: scrub(err, creds)}
 		var te *transport.Error
@@ -107,6 +197,9 @@ func (r *Registry) ListTags(ctx context.Context, repository string, creds *Crede
 		}
 		return nil, re
 	}
+	if len(tags) > maxTags {
+		return nil, &RegistryError{Repository: repository, Err: fmt.Errorf("%d tags, over %d: %w", len(tags), maxTags, ErrTagListTooLarge)}
+	}
 	return tags, nil
 }
 
@@ -117,28 +210,95 @@ func scrub(err error, c *Credentials) error {
 	return c.Password.Scrub(err)
 }
 
-// guardTransport refuses plain HTTP to non-loopback hosts unless insecure, and remembers
-// the status and Retry-After of the last error answer.
+// guardTransport applies the host, scheme and size rules to every request of one listing
+// (token realms included), and remembers the status and Retry-After of the last error answer
+// and the first refusal.
 type guardTransport struct {
-	base     http.RoundTripper
-	insecure bool
+	base  http.RoundTripper
+	hosts []string
+	pages int
 
 	mu         sync.Mutex
+	budget     int64 // bytes of answer bodies left
 	code       int
 	retryAfter time.Duration
+	refusal    error
+}
+
+func (g *guardTransport) refuse(err error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refusal == nil {
+		g.refusal = err
+	}
+	return err
+}
+
+func (g *guardTransport) refused() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusal
 }
 
 func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.insecure && !loopback(req.URL.Hostname()) {
-		return nil, fmt.Errorf("%s: %w", req.URL.Host, ErrPlainHTTP)
+	host := req.URL.Hostname()
+	if !AllowedHost(g.hosts, req.URL.Host) {
+		return nil, g.refuse(fmt.Errorf("%s: %w", req.URL.Host, ErrHostNotAllowed))
+	}
+	if plainOK := req.URL.Scheme == "http" && loopback(host); req.URL.Scheme != "https" && !plainOK {
+		return nil, g.refuse(fmt.Errorf("%s: %w", req.URL.Host, ErrPlainHTTP))
+	}
+	if strings.HasSuffix(req.URL.Path, "/tags/list") {
+		g.mu.Lock()
+		g.pages--
+		over := g.pages < 0
+		g.mu.Unlock()
+		if over {
+			return nil, g.refuse(fmt.Errorf("more pages: %w", ErrTagListTooLarge))
+		}
 	}
 	resp, err := g.base.RoundTrip(req)
-	if err == nil && resp.StatusCode >= 400 {
+	if err != nil {
+		var pe *privateError
+		if errors.As(err, &pe) {
+			return nil, g.refuse(fmt.Errorf("%s: %w", req.URL.Host, ErrPrivateAddress))
+		}
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
 		g.mu.Lock()
 		g.code, g.retryAfter = resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		g.mu.Unlock()
 	}
-	return resp, err
+	resp.Body = &budgetBody{ReadCloser: resp.Body, g: g}
+	return resp, nil
+}
+
+// budgetBody reads an answer body while the listing's byte budget lasts.
+type budgetBody struct {
+	io.ReadCloser
+	g *guardTransport
+}
+
+func (b *budgetBody) Read(p []byte) (int, error) {
+	b.g.mu.Lock()
+	left := b.g.budget
+	b.g.mu.Unlock()
+	if left <= 0 {
+		return 0, b.g.refuse(fmt.Errorf("answers over the byte limit: %w", ErrTagListTooLarge))
+	}
+	if int64(len(p)) > left+1 {
+		p = p[:left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.g.mu.Lock()
+	b.g.budget -= int64(n)
+	over := b.g.budget < 0
+	b.g.mu.Unlock()
+	if over {
+		return 0, b.g.refuse(fmt.Errorf("answers over the byte limit: %w", ErrTagListTooLarge))
+	}
+	return n, err
 }
 
 func (g *guardTransport) last() (int, time.Duration) {
@@ -146,6 +306,78 @@ func (g *guardTransport) last() (int, time.Duration) {
 	defer g.mu.Unlock()
 	return g.code, g.retryAfter
 }
+
+// AllowedHost reports whether hostport (host or host:port of a request) matches one of the
+// globs (path.Match, case-insensitive; a glob without a port matches any port). No globs
+// allow every host.
+func AllowedHost(globs []string, hostport string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	hostport = strings.ToLower(hostport)
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	for _, g := range globs {
+		g = strings.ToLower(strings.TrimSpace(g))
+		if ok, _ := path.Match(g, hostport); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, host); ok && !strings.Contains(g, ":") {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidHostGlobs reports a glob path.Match cannot use.
+func ValidHostGlobs(globs []string) error {
+	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil || strings.TrimSpace(g) == "" || strings.Contains(g, "/") {
+			return fmt.Errorf("registry host glob %q is not a host glob", g)
+		}
+	}
+	return nil
+}
+
+type privateError struct{ addr string }
+
+func (e *privateError) Error() string { return e.addr + ": " + ErrPrivateAddress.Error() }
+
+// dialControl refuses, at connect time, an address that is not public unless allowPrivate.
+// It sees the address the resolver answered, so a name rebinding to 169.254.169.254 or a
+// cluster IP between a check and the dial is refused too.
+func dialControl(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		if allowPrivate {
+			return nil
+		}
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return &privateError{address}
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !PublicAddr(ip) {
+			return &privateError{address}
+		}
+		return nil
+	}
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// PublicAddr reports whether ip is a public unicast address: not loopback, private (RFC 1918,
+// fc00::/7), link-local (169.254/16, fe80::/10: cloud metadata), CGNAT (100.64/10),
+// multicast or unspecified; an IPv4-mapped IPv6 address is judged as its IPv4.
+func PublicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsValid() && ip.IsGlobalUnicast() && !ip.IsPrivate() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() &&
+		!cgnat.Contains(ip) && !thisNetwork(ip)
+}
+
+// thisNetwork: 0.0.0.0/8, "this network" (RFC 791), which Linux dials as loopback.
+func thisNetwork(ip netip.Addr) bool { return ip.Is4() && ip.As4()[0] == 0 }
 
 func loopback(host string) bool {
 	if host == "localhost" {

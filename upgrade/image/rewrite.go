@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -24,8 +25,22 @@ type Target struct {
 	Repository string
 	// Marker is "<namespace>:<name>" of the ImageUpdate: a value whose line carries the
 	// comment `# {"$imageupdate": "<namespace>:<name>"}` is a site. When any line carries the
-	// marker, only marked values are sites.
+	// marker, only marked values are sites. A marked value that is an image reference must
+	// name Repository too.
 	Marker string
+	// Namespace, when set, is the ImageUpdate's namespace: only documents declaring an object
+	// in it hold sites, and a file declaring none is a *ForeignFileError (a tenant rewrites
+	// only its own files, never another namespace's image blocks in a shared one).
+	Namespace string
+}
+
+// ForeignFileError: the file declares no object in the ImageUpdate's namespace.
+type ForeignFileError struct {
+	Path, Namespace string
+}
+
+func (e *ForeignFileError) Error() string {
+	return fmt.Sprintf("%s declares no object in namespace %s: an ImageUpdate rewrites only files declaring objects of its own namespace", e.Path, e.Namespace)
 }
 
 // Object names the document a site is in.
@@ -76,8 +91,9 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 	}
 	lines := lineStarts(data)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var marked, exact, base []Site
+	var marked, exact []Site
 	var problems []string
+	own := false
 	want := normalizeRepo(t.Repository)
 	markerRE := markerPattern(t.Marker)
 	for {
@@ -90,6 +106,10 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 			return nil, fmt.Errorf("%s: parse yaml: %w", path, err)
 		}
 		obj := objectOf(&doc)
+		if t.Namespace != "" && obj.Namespace != t.Namespace {
+			continue // another namespace's document, or one without a namespace
+		}
+		own = true
 		var walk func(n *yaml.Node, flow bool)
 		walk = func(n *yaml.Node, flow bool) {
 			flow = flow || n.Style&yaml.FlowStyle != 0
@@ -98,8 +118,11 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 					k, v := n.Content[i], n.Content[i+1]
 					if markerRE != nil && v.Kind == yaml.ScalarNode && (markerRE.MatchString(k.LineComment) || markerRE.MatchString(v.LineComment)) {
 						ref := strings.ContainsAny(v.Value, "/:")
+						name, _, _ := splitRef(v.Value)
 						if s, err := site(data, lines, v, flow, ref, obj); err != nil {
 							problems = append(problems, err.Error())
+						} else if ref && compareRepo(normalizeRepo(name), want) != matchExact {
+							problems = append(problems, fmt.Sprintf("line %d: the marked image %s is not repository %s", v.Line, name, t.Repository))
 						} else {
 							marked = append(marked, s)
 						}
@@ -111,8 +134,6 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 							problems = append(problems, err.Error())
 						case how == matchExact:
 							exact = append(exact, s)
-						case how == matchBase:
-							base = append(base, s)
 						}
 					}
 				}
@@ -124,16 +145,14 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 		walk(&doc, false)
 	}
 	switch {
+	case t.Namespace != "" && !own:
+		return nil, &ForeignFileError{Path: path, Namespace: t.Namespace}
 	case len(marked) > 0:
 		return marked, nil
 	case len(exact) == 1:
 		return exact, nil
 	case len(exact) > 1:
 		return nil, fmt.Errorf("%s: %d image blocks name repository %s: mark the one to update with %s", path, len(exact), t.Repository, markerComment(t.Marker))
-	case len(base) == 1:
-		return base, nil
-	case len(base) > 1:
-		return nil, fmt.Errorf("%s: %d image blocks have repository basename %s and none is exactly %s: mark the one to update with %s", path, len(base), repoBase(want), t.Repository, markerComment(t.Marker))
 	}
 	return nil, &NoMatchError{Path: path, Target: t, Detail: strings.Join(problems, "; ")}
 }
@@ -199,7 +218,6 @@ type match int
 
 const (
 	matchNone match = iota
-	matchBase
 	matchExact
 )
 
@@ -342,32 +360,32 @@ func splitRef(ref string) (name, tag string, digest bool) {
 	return ref, "", false
 }
 
-// normalizeRepo lowercases the registry host and drops Docker Hub's implicit parts, a tag and
-// a digest, so equal repositories compare equal.
+// normalizeRepo is the full name of an image repository as go-containerregistry's name package
+// spells it (WeakValidation): registry host and path, Docker Hub's implicit parts made
+// explicit (x is index.docker.io/library/x), a tag or digest dropped. Two spellings of one
+// repository compare equal; the same path on two registries never does. A name that does not
+// parse is "" (it matches nothing).
 func normalizeRepo(r string) string {
 	r, _, _ = splitRef(strings.TrimSpace(r))
 	r = strings.TrimPrefix(strings.TrimPrefix(r, "https://"), "http://")
-	if host, rest, ok := strings.Cut(r, "/"); ok && (strings.ContainsAny(host, ".:") || host == "localhost") {
-		r = strings.ToLower(host) + "/" + rest
+	if host, rest, ok := strings.Cut(r, "/"); ok {
+		r = strings.ToLower(host) + "/" + rest // a host is case-insensitive; name keeps its case
 	}
-	for _, p := range []string{"docker.io/", "index.docker.io/", "registry-1.docker.io/"} {
-		r = strings.TrimPrefix(r, p)
+	repo, err := name.NewRepository(r, name.WeakValidation)
+	if err != nil {
+		return ""
 	}
-	return strings.TrimPrefix(r, "library/")
+	return repo.Name()
 }
 
-func repoBase(r string) string { return r[strings.LastIndexByte(r, '/')+1:] }
-
+// compareRepo: have and want (normalized) are the same repository. Only the full name
+// counts: a repository of the same last path segment on another registry or under another
+// owner is another image.
 func compareRepo(have, want string) match {
-	switch {
-	case have == "" || want == "":
+	if have == "" || want == "" || have != want {
 		return matchNone
-	case have == want:
-		return matchExact
-	case repoBase(have) == repoBase(want):
-		return matchBase
 	}
-	return matchNone
+	return matchExact
 }
 
 func markerPattern(m string) *regexp.Regexp {

@@ -53,12 +53,10 @@ func TestRewrite(t *testing.T) {
 			want: "" +
 				"image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: v1.0.0\n" +
 				"sidecar:\n  version: v1.1.0 # {\"$imageupdate\": \"apps:cloud\"}\n"},
-		{name: "marker on a whole image reference", in: "containers:\n- name: x\n  image: \"registry:5000/a/b:v1.0.0\" # {\"$imageupdate\":\"apps:cloud\"}\n",
-			want: "containers:\n- name: x\n  image: \"registry:5000/a/b:v1.1.0\" # {\"$imageupdate\":\"apps:cloud\"}\n"},
+		{name: "marker on a whole image reference", in: "containers:\n- name: x\n  image: \"GHCR.io/hanzoai/cloud:v1.0.0\" # {\"$imageupdate\":\"apps:cloud\"}\n",
+			want: "containers:\n- name: x\n  image: \"GHCR.io/hanzoai/cloud:v1.1.0\" # {\"$imageupdate\":\"apps:cloud\"}\n"},
 		{name: "scalar image reference by repository", in: "containers:\n  - image: ghcr.io/hanzoai/cloud:v1.0.0\n    name: c\n",
 			want: "containers:\n  - image: ghcr.io/hanzoai/cloud:v1.1.0\n    name: c\n"},
-		{name: "basename match when no exact one", in: "image:\n  repository: registry.hanzo.ai/hanzo/cloud\n  tag: v1.0.0\n",
-			want: "image:\n  repository: registry.hanzo.ai/hanzo/cloud\n  tag: v1.1.0\n"},
 		{name: "plain tag that would parse as a number gets quoted", in: "image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: v1\n", tag: "1.10",
 			want: "image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: \"1.10\"\n"},
 		{name: "unicode before the value", in: "ünïcødé: ✓\nimage: {repository: ghcr.io/hanzoai/cloud, tag: v1.0.0} # ✓\n",
@@ -103,6 +101,8 @@ func TestRewriteErrors(t *testing.T) {
 		{name: "tag is an alias", in: "t: &t v1\nimage:\n  repository: ghcr.io/hanzoai/cloud\n  tag: *t\n", noMatch: true, says: "alias"},
 		{name: "block scalar", in: "image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: |\n    v1\n", noMatch: true, says: "block scalar"},
 		{name: "not yaml", in: "image: [unclosed\n", says: "crs/cloud.yaml: parse yaml"},
+		{name: "same last segment on another registry", in: "image:\n  repository: registry.hanzo.ai/hanzo/cloud\n  tag: v1.0.0\n", noMatch: true, says: "no image block"},
+		{name: "marked image of another repository", in: "image: evil.example/x/cloud:v1 # {\"$imageupdate\": \"apps:cloud\"}\n", noMatch: true, says: "is not repository"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,4 +185,62 @@ func FuzzRewrite(f *testing.F) {
 			t.Fatalf("bytes outside the values changed:\n%q\n%q", a.String(), b.String())
 		}
 	})
+}
+
+// TestRewriteHostileTenant is issue 23's attack on the rewriter: an ImageUpdate in namespace
+// org-a naming evil.example/x/cloud and org B's file moved org B's ghcr.io/orgb/cloud (the
+// same last path segment) to a tag org A published. Now a file without a document of the
+// ImageUpdate's namespace is a ForeignFileError, another registry's cloud is another image,
+// and in a shared file only the tenant's own documents are sites.
+func TestRewriteHostileTenant(t *testing.T) {
+	orgB := "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: cloud, namespace: org-b}\nspec:\n  image:\n    repository: ghcr.io/orgb/cloud\n    tag: v1.0.0\n"
+	evil := Target{Repository: "evil.example/x/cloud", Marker: "org-a:x", Namespace: "org-a"}
+	var ff *ForeignFileError
+	if _, err := Rewrite("tenants/org-b/cloud.yaml", []byte(orgB), evil, "v6.6.6", nil); !errors.As(err, &ff) || ff.Namespace != "org-a" {
+		t.Fatalf("org A rewrote org B's file: %v", err)
+	}
+	// Even from org B's own namespace, another registry's cloud is not ghcr.io/orgb/cloud.
+	evil.Namespace = "org-b"
+	var nm *NoMatchError
+	if _, err := Rewrite("tenants/org-b/cloud.yaml", []byte(orgB), evil, "v6.6.6", nil); !errors.As(err, &nm) {
+		t.Fatalf("evil.example/x/cloud matched ghcr.io/orgb/cloud: %v", err)
+	}
+	// A marker org A copied into org B's document is not org A's site either.
+	marked := strings.Replace(orgB, "tag: v1.0.0", `tag: v1.0.0 # {"$imageupdate": "org-a:x"}`, 1)
+	if _, err := Rewrite("shared.yaml", []byte(marked), Target{Repository: "ghcr.io/orgb/cloud", Marker: "org-a:x", Namespace: "org-a"}, "v6.6.6", nil); !errors.As(err, &ff) {
+		t.Fatalf("a marker in org B's document moved it: %v", err)
+	}
+	// A shared file: only org A's document changes.
+	orgA := strings.NewReplacer("org-b", "org-a").Replace(orgB)
+	got, err := Rewrite("shared.yaml", []byte(orgB+"---\n"+orgA), Target{Repository: "ghcr.io/orgb/cloud", Namespace: "org-a"}, "v1.1.0", nil)
+	if err != nil || string(got) != orgB+"---\n"+strings.Replace(orgA, "v1.0.0", "v1.1.0", 1) {
+		t.Fatalf("shared file: %v\n%s", err, got)
+	}
+}
+
+// TestNormalizeRepoFullName: repositories compare by registry host and path as
+// go-containerregistry names them.
+func TestNormalizeRepoFullName(t *testing.T) {
+	same := [][2]string{
+		{"nginx", "docker.io/library/nginx"}, {"nginx:1.2", "index.docker.io/library/nginx"}, {"hanzo/web", "docker.io/hanzo/web"},
+		{"GHCR.IO/orgb/cloud", "ghcr.io/orgb/cloud:v1"}, {"https://ghcr.io/orgb/cloud", "ghcr.io/orgb/cloud@sha256:" + strings.Repeat("a", 64)},
+		{"localhost:5000/a", "localhost:5000/a"},
+	}
+	for _, p := range same {
+		if a, b := normalizeRepo(p[0]), normalizeRepo(p[1]); a == "" || a != b {
+			t.Errorf("%s (%s) != %s (%s)", p[0], a, p[1], b)
+		}
+	}
+	differ := [][2]string{
+		{"evil.example/x/cloud", "ghcr.io/orgb/cloud"}, {"ghcr.io/orga/cloud", "ghcr.io/orgb/cloud"}, {"ghcr.io/cloud", "docker.io/library/cloud"},
+		{"localhost:5000/a", "localhost:5001/a"}, {"ghcr.io/orgb/cloud", "ghcr.io/orgb/cloud/sub"},
+	}
+	for _, p := range differ {
+		if normalizeRepo(p[0]) == normalizeRepo(p[1]) {
+			t.Errorf("%s == %s", p[0], p[1])
+		}
+	}
+	if normalizeRepo("not a repo!") != "" || compareRepo("", "") != matchNone {
+		t.Error("an invalid name matches")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -21,7 +22,19 @@ const (
 	ReasonInvalidSpec      = "InvalidSpec"      // policy, repository or path does not parse
 	ReasonCredentialsError = "CredentialsError" // a named Secret is missing or malformed
 	ReasonGitError         = "GitError"         // reading or writing the repository failed
+	ReasonForeignFile      = "ForeignFile"      // the file declares no object of the CR's namespace
+	// ReasonNamespaceUnreadable: the CR's Namespace could not be read (tenancy is unknown).
+	ReasonNamespaceUnreadable = "NamespaceUnreadable"
 )
+
+// tenancyReason: the reasons of kinds.Tenancy's refusals.
+func tenancyReason(reason string) bool {
+	switch reason {
+	case kinds.ReasonNamespaceHasNoOrg, kinds.ReasonOrgMismatch, kinds.ReasonInvalidOrg, kinds.ReasonNamespaceMismatch:
+		return true
+	}
+	return false
+}
 
 // Outcome is what one run of an ImageUpdate observed and did; Summarize turns it into status.
 type Outcome struct {
@@ -43,10 +56,10 @@ type Push struct {
 // stalled reports reasons that need a person: the spec, a Secret or the file must change.
 func stalled(reason string) bool {
 	switch reason {
-	case ReasonNoMatch, ReasonCurrentNotSemver, ReasonInvalidSpec, ReasonCredentialsError:
+	case ReasonNoMatch, ReasonCurrentNotSemver, ReasonInvalidSpec, ReasonCredentialsError, ReasonForeignFile:
 		return true
 	}
-	return false
+	return tenancyReason(reason)
 }
 
 // ready reports reasons that mean the file is where the policy wants it.
