@@ -124,7 +124,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		}
 	}
 
-	out, stderr, code = execute(t, "", "uninstall", "--kubeconfig", kc, "--api-group", group, "--namespace", ns, "--crds")
+	_, stderr, code = execute(t, "", "uninstall", "--kubeconfig", kc, "--api-group", group, "--namespace", ns, "--crds")
 	if code == 0 || !strings.Contains(stderr, "Service/"+ns+"/web") || !strings.Contains(stderr, "refused") {
 		t.Fatalf("uninstall --crds with a CR left: exit %d, stderr %q, want a refusal naming Service/%s/web", code, stderr, ns)
 	}
