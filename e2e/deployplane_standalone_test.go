@@ -28,6 +28,7 @@ func TestDeployPlaneStandaloneRollback(t *testing.T) {
 	const ns = "e2e-plane-alone"
 	deleteNamespaceAfter(t, cl, ns)
 	ensureNamespace(t, cl.c, ns)
+	orgNamespace(t, cl, ns, "acme")
 	files := universeFiles(t, ns)
 	files["apps/web.yaml"] = labelled(string(files["apps/web.yaml"]), "web", "acme")
 	sha, _ := repo.push(t, "the example universe, web in org acme", files)
@@ -45,10 +46,10 @@ func TestDeployPlaneStandaloneRollback(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	startDeployPlane(t, "--kubeconfig", cl.kubeconfig, "--namespace", ns, "--metrics-bind-address", "0",
 		"--deploy-plane-bind-address", addr, "--deploy-plane-oidc-issuer", iss.URL, "--deploy-plane-oidc-audience", planeAudience,
-		"--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username, "--gitops-token-file", repo.tokenFile,
+		"--deploy-plane-admin-org", "platform", "--git-url", repo.srv.HTTPURL(repo.name), "--git-username", repo.srv.Username, "--gitops-token-file", repo.tokenFile,
 		"--git-cache-dir", t.TempDir())
 	api := planeAPI{base: "http://" + addr + "/v1/deploy", bodies: &bytes.Buffer{}}
-	admin := iss.Token(map[string]any{"sub": "root", "email": "root@example.test", "aud": planeAudience, "groups": []string{"admin"}})
+	admin := iss.Token(map[string]any{"sub": "root", "email": "root@example.test", "aud": planeAudience, "org": "platform", "groups": []string{"admin"}})
 	noteSecret(admin)
 	waitFor(t, "the standalone plane", 30*time.Second, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/v1/deploy/api/version")

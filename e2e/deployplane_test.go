@@ -83,6 +83,17 @@ func strictDecode(t *testing.T, what string, b []byte, v any) {
 	}
 }
 
+// orgNamespace makes ns org's tenant, as the platform's cloud API labels one (a trusted
+// manager of kinds.Tenancy).
+func orgNamespace(t *testing.T, cl *cluster, ns, org string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{"hanzo.ai/org": org}}}}
+	if err := cl.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("cloud-api")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func labelled(yaml, name, org string) []byte {
 	return []byte(strings.Replace(yaml, "metadata:\n  name: "+name+"\n", "metadata:\n  name: "+name+"\n  labels:\n    hanzo.ai/org: "+org+"\n", 1))
 }
@@ -97,12 +108,7 @@ func TestDeployPlane(t *testing.T) {
 	const ns = "e2e-plane"
 	deleteNamespaceAfter(t, cl, ns)
 	ensureNamespace(t, cl.c, ns)
-	// the namespace is acme's tenant, as the platform's cloud API labels one (a trusted manager)
-	orgNS := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": ns, "labels": map[string]any{"hanzo.ai/org": "acme"}}}}
-	if err := cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(orgNS), client.FieldOwner("cloud-api")); err != nil {
-		t.Fatal(err)
-	}
+	orgNamespace(t, cl, ns, "acme")
 	const secretValue = "s3cr3t-e2e-plane-value"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-creds", Namespace: ns}, StringData: map[string]string{"password": secretValue}}
 	if err := cl.c.Create(ctx, secret); err != nil {
@@ -310,6 +316,8 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	// the same routes without the api/v1 segment
 	var again plane.ApplicationList
 	api.get(t, "/applications?selector=hanzo.ai/org%3Dacme", admin, &again)
+	// only this namespace's: another test's acme namespace may still be terminating
+	again.Items = slices.DeleteFunc(again.Items, func(a plane.Application) bool { return a.Namespace != ns })
 	if len(again.Items) != 1 || again.Items[0].Name != "web" {
 		t.Errorf("selector hanzo.ai/org=acme: %d items", len(again.Items))
 	}
