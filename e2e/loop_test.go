@@ -64,7 +64,7 @@ func TestPushToReady(t *testing.T) {
 	// so the creations are counted in the log, one line per object.
 	for _, obj := range []string{"Namespace/" + ns, "Service/" + ns + "/web", "App/" + ns + "/worker", "SQL/" + ns + "/sql",
 		"Ingress/" + ns + "/edge", "HanzoService/" + ns + "/api"} {
-		if !hasLine(op.logs(), `"Created object"`, `"object":"`+obj+`"`, sha) {
+		if !op.waitLine(`"Created object"`, `"object":"`+obj+`"`, sha) {
 			t.Errorf("no CREATE line for %s at %s", obj, sha)
 		}
 	}
@@ -240,7 +240,7 @@ func TestBadInputCostsNothingElse(t *testing.T) {
 	if !outOfScope || rep.Summary.OutOfScope != 1 {
 		t.Errorf("kube-system/intruder not reported out of scope: summary %+v skips %+v", rep.Summary, rep.Skips)
 	}
-	if !hasLine(op.logs(), "apps/broken.yaml") {
+	if !op.waitLine("apps/broken.yaml") {
 		t.Errorf("the log never names apps/broken.yaml")
 	}
 	if _, err := getObj(context.Background(), cl.c, universeGVK("Service"), "kube-system", "intruder"); !apierrors.IsNotFound(err) {
@@ -254,6 +254,19 @@ func TestBadInputCostsNothingElse(t *testing.T) {
 }
 
 // hasLine reports whether one log line contains every part.
+// waitLine reports whether a line of the operator's log holds every part within 10 s: the
+// log reaches the test through a pipe, and may lag the report that says the sweep is done.
+func (o *operator) waitLine(parts ...string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if hasLine(o.logs(), parts...) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 func hasLine(logs string, parts ...string) bool {
 	for _, line := range strings.Split(logs, "\n") {
 		all := true
