@@ -28,6 +28,9 @@ type Context struct {
 	// only. A shell sets it only where it reports the SeedRestoreUnverified Warning condition
 	// and Event (StatusFields.Warnings); unset, such a restore stops the pod.
 	AllowUnverifiedSeed bool
+	// StaticServerImage is the pinned image (a tag other than latest, or a digest) that serves
+	// a Static's ConfigMap; empty is DefaultStaticServerImage.
+	StaticServerImage string
 }
 
 // InputsOf returns the inputs of kind gk in namespace ns.

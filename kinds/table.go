@@ -40,6 +40,7 @@ func Builtin() Registry {
 		serviceEntry("Explorer", newOf[v1.Explorer], func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }),
 		canonical("SPA", newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
 		withServiceSpec(canonical("App", newOf[v1.App], buildApp, appOwns...), appServiceSpec),
+		canonicalWith("Static", newOf[v1.Static], buildStatic, serviceOwns...),
 
 		// The datastore shape: the Kind (or field) fixes the engine, never spec.type.
 		canonical("SQL", newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
@@ -87,7 +88,6 @@ func Builtin() Registry {
 		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
-		canonical("Static", newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
 		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
 		withLoop("imageupdate", canonical("ImageUpdate", newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
@@ -168,6 +168,15 @@ func canonical[T Object](kind string, newT func() T, build func(T, owner) (built
 		panic("kinds: " + kind + " is not a Kind of kinds/v1")
 	}
 	return entry(PlacementCanonical, kind, fam, newT, build, owns...)
+}
+
+// canonicalWith is canonical for a builder that reads the Context.
+func canonicalWith[T Object](kind string, newT func() T, build func(T, owner, Context) (built, error), owns ...schema.GroupVersionKind) Entry {
+	fam, ok := v1.FamilyOf(kind)
+	if !ok {
+		panic("kinds: " + kind + " is not a Kind of kinds/v1")
+	}
+	return entryWith(PlacementCanonical, kind, fam, newT, build, owns...)
 }
 
 // hanzoServiceSpec is the converted spec of a HanzoService whose Image points into the CR, so
