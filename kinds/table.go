@@ -83,9 +83,9 @@ func Builtin() Registry {
 		canonical("NodeFleet", newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
 			return buildNodeFleet(o, &cr.Spec)
 		}, statefulOwns...),
-		canonical("BitcoinRuntime", newOf[v1.BitcoinRuntime], unspecifiedNode[*v1.BitcoinRuntime]),
-		canonical("EthereumRuntime", newOf[v1.EthereumRuntime], unspecifiedNode[*v1.EthereumRuntime]),
-		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
+		canonical("BitcoinRuntime", newOf[v1.BitcoinRuntime], func(cr *v1.BitcoinRuntime, o owner) (built, error) { return buildBitcoin(o, &cr.Spec) }, nodeRuntimeOwns...),
+		canonical("EthereumRuntime", newOf[v1.EthereumRuntime], func(cr *v1.EthereumRuntime, o owner) (built, error) { return buildEthereum(o, &cr.Spec) }, nodeRuntimeOwns...),
+		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], func(cr *v1.SolanaRuntime, o owner) (built, error) { return buildSolana(o, &cr.Spec) }, nodeRuntimeOwns...),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
 		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
@@ -197,16 +197,6 @@ func withServiceSpec[T Object](e Entry, spec func(T) *v1.ServiceSpec) Entry {
 		return spec(t)
 	}
 	return e
-}
-
-// unspecifiedNode builds BitcoinRuntime, EthereumRuntime and SolanaRuntime: a Pending
-// NotImplemented Halt. A StatefulSet of the node image alone would run the wrong node: the
-// network (mainnet, testnet, ...) and the per-network default ports are chosen by a rendered
-// node configuration (bitcoin.conf, client flags, the execution/consensus pair and its JWT, a
-// Solana identity and entry points) that the contract does not specify, and the nested shapes
-// of these specs are this package's provisional ones (kinds/v1/runtime.go).
-func unspecifiedNode[T Object](_ T, o owner) (built, error) {
-	return nil, notImplemented(o, "the contract does not specify the node configuration (network selection, ports, credentials) a working node needs")
 }
 
 // entry adapts a typed builder to an Entry: it checks the CR's type and derives the owner
