@@ -864,11 +864,11 @@ restore_published() {
       echo "seed-restore: WARNING SeedRestoreUnverified: $1 has no expectedHash and no $1.sha256 is published; unpacking it unverified into the empty $dir" >&2
       rm -f "$tmp"
       curl -fsSL --proto-redir =https --retry 5 --retry-delay 5 -o "$tmp" "$1" || { echo "seed-restore: download of $1 failed" >&2; return 1; }
-      case "$2" in
-        zstd) zstd -dc "$tmp" | tar -x -C "$dir" ;;
+      if ! case "$2" in
+        zstd) zstd -t -q "$tmp" && zstd -dc "$tmp" | tar -x -C "$dir" ;;
         gzip) tar -xzf "$tmp" -C "$dir" ;;
         *) tar -xf "$tmp" -C "$dir" ;;
-      esac
+      esac; then echo "seed-restore: unpacking $1 failed, not marked seeded" >&2; rm -f "$tmp"; return 1; fi
       rm -f "$tmp"; touch "$marker"; echo "seed-restore: restored $1 (unverified)" ;;
     *) echo "seed-restore: $1.sha256 answered HTTP $code, not unpacked" >&2; return 1 ;;
   esac

@@ -386,6 +386,9 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 			http.Error(w, "denied", http.StatusForbidden)
 		case strings.HasSuffix(r.URL.Path, ".sha256"):
 			_, _ = io.WriteString(w, c)
+		case strings.HasPrefix(r.URL.Path, "/truncated"):
+			archives.Add(1)
+			_, _ = w.Write(archive[:len(archive)/2])
 		default:
 			archives.Add(1)
 			_, _ = w.Write(archive)
@@ -396,8 +399,8 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 	if err := os.WriteFile(ca, pemCert(srv.Certificate().Raw), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := func(allow bool) string {
-		s := luxNetworkSeedSpec(srv.URL + "/mainnet-node0-full.tar.gz")
+	script := func(allow bool, path string) string {
+		s := luxNetworkSeedSpec(srv.URL + path)
 		cr := &luxnetwork.LuxNetwork{ObjectMeta: objMeta("luxd"), Spec: s}
 		objs, err := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementLuxNetwork, Kind: "LuxNetwork"}].Build(cr,
 			kinds.Context{APIGroup: kinds.DefaultAPIGroup, AllowUnverifiedSeed: allow})
@@ -419,7 +422,9 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 		wantRestored  bool
 		wantArchives  int32
 		wantLog       string
+		path          string
 	}{
+		"not published, allowed, truncated":       {allow: true, path: "/truncated.tar.gz", wantErr: true, wantArchives: 1, wantLog: "not marked seeded"},
 		"published and matching":                  {checksum: good + "  mainnet-node0-full.tar.gz\n", wantRestored: true, wantArchives: 1},
 		"published with a prefix":                 {checksum: "sha256:" + good, wantRestored: true, wantArchives: 1},
 		"published and not matching":              {checksum: strings.Repeat("0", 64), allow: true, wantErr: true, wantArchives: 1},
@@ -444,7 +449,7 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			out, err := runScript(t, script(c.allow), dir, "CURL_CA_BUNDLE="+ca)
+			out, err := runScript(t, script(c.allow, or(c.path, "/mainnet-node0-full.tar.gz")), dir, "CURL_CA_BUNDLE="+ca)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err %v, want error %v; output:\n%s", err, c.wantErr, out)
 			}
@@ -458,6 +463,9 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 			if !strings.Contains(out, c.wantLog) {
 				t.Errorf("output lacks %q:\n%s", c.wantLog, out)
 			}
+			if _, err := os.Stat(filepath.Join(data, ".seeded")); (err == nil) != c.wantRestored {
+				t.Errorf("marker present %v, want %v", err == nil, c.wantRestored)
+			}
 			if c.exists {
 				if b, _ := os.ReadFile(filepath.Join(data, "genesis.bytes")); string(b) != "mine" {
 					t.Errorf("existing data changed")
@@ -465,6 +473,13 @@ func TestSeedRestorePublishedChecksum(t *testing.T) {
 			}
 		})
 	}
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func pemCert(der []byte) []byte {
