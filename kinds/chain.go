@@ -12,14 +12,9 @@ import (
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-// ReasonNotImplemented: the Kind's objects are not specified well enough to build yet; the
-// builder materializes nothing and callers must not prune what exists (Pending).
+// ReasonNotImplemented: nothing acts for the Kind (its loop is off or not in this operator);
+// the builder materializes nothing and callers must not prune what exists (Pending).
 const ReasonNotImplemented = "NotImplemented"
-
-func notImplemented(o owner, why string) error {
-	return &Halt{Phase: v1.PhasePending, Reason: ReasonNotImplemented,
-		Message: fmt.Sprintf("%s %s/%s: this operator does not materialize %s yet: %s", o.Kind, o.Namespace, o.Name, o.Kind, why)}
-}
 
 // nothing is the builder of Kinds that materialize no cluster objects by design.
 func nothing[T Object](T, owner) ([]*unstructured.Unstructured, error) { return nil, nil }

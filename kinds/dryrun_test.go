@@ -148,3 +148,45 @@ func TestKMSSecretChildInEveryUniverse(t *testing.T) {
 		})
 	}
 }
+
+// TestNewKindInputsAdmitted: the Static and node runtime CRs the goldens build from are
+// admitted by their CRDs as written (strict field validation, dry-run): every field the
+// builders act on is one the apiserver keeps.
+func TestNewKindInputsAdmitted(t *testing.T) {
+	cfg := apiServerWith(t, kinds.DefaultAPIGroup)
+	ctx := t.Context()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))
+	n := 0
+	for _, c := range goldenCases(t) {
+		switch c.Obj.GetKind() {
+		case "Static", "BitcoinRuntime", "EthereumRuntime", "SolanaRuntime":
+		default:
+			continue
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			o := c.Obj.DeepCopy()
+			o.SetUID("")
+			gvk := o.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("%s: no REST mapping: %v", gvk, err)
+			}
+			ensureNamespace(ctx, t, cs, o.GetNamespace())
+			data, err := o.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+				FieldManager: "universe-operator", Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict",
+			}); err != nil {
+				t.Errorf("dry-run apply %s %s/%s: %v", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+			}
+		})
+	}
+	if n < 9 {
+		t.Errorf("%d inputs, want the 9 of testdata/{static,*runtime}", n)
+	}
+}

@@ -172,27 +172,3 @@ func TestLuxInvalidSpecs(t *testing.T) {
 		})
 	}
 }
-
-// TestUnspecifiedNodesHalt: BitcoinRuntime, EthereumRuntime and SolanaRuntime build nothing and
-// say why (Pending/NotImplemented), however complete their spec.
-func TestUnspecifiedNodesHalt(t *testing.T) {
-	cases := map[string]kinds.Object{
-		"BitcoinRuntime": &v1.BitcoinRuntime{ObjectMeta: objMeta("b"), Spec: v1.BitcoinRuntimeSpec{
-			Network: "mainnet", NodeImage: imageOf("r", "28.0"), Storage: &v1.StorageSpec{Size: resource.MustParse("1Ti")}, RPCPort: 8332}},
-		"EthereumRuntime": &v1.EthereumRuntime{ObjectMeta: objMeta("e"), Spec: v1.EthereumRuntimeSpec{
-			Execution: &v1.NodeComponent{Image: imageOf("geth", "")}, Consensus: &v1.NodeComponent{Image: imageOf("lighthouse", "")}}},
-		"SolanaRuntime": &v1.SolanaRuntime{ObjectMeta: objMeta("s"), Spec: v1.SolanaRuntimeSpec{NodeImage: imageOf("agave", "")}},
-	}
-	for kind, cr := range cases {
-		t.Run(kind, func(t *testing.T) {
-			objs, err := kinds.Builtin()[canonRef(kind)].Build(cr, hanzoCtx)
-			h, ok := kinds.AsHalt(err)
-			if !ok || h.Reason != kinds.ReasonNotImplemented || h.Phase != v1.PhasePending || len(objs) != 0 {
-				t.Fatalf("got %d objects, err %v; want Pending/NotImplemented", len(objs), err)
-			}
-			if !strings.Contains(h.Message, "node configuration") {
-				t.Errorf("message %q does not say why", h.Message)
-			}
-		})
-	}
-}

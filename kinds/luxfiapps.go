@@ -921,11 +921,17 @@ func compactJSON(raw []byte) string {
 }
 
 func luxNetworkStatus(cr *luxnetwork.LuxNetwork, obs Observed) StatusFields {
-	return StatusFields{Fields: map[string]any{
+	sf := StatusFields{Fields: map[string]any{
 		"readyValidators": int64(obs.ReadyReplicas),
 		"totalValidators": int64(cr.Spec.Validators),
 		"networkId":       int64(cr.Spec.NetworkID),
 	}}
+	if sr := cr.Spec.SeedRestore; sr != nil && sr.Enabled && sr.ExpectedHash == "" && sr.ObjectStoreURL != "" {
+		sf.Warnings = append(sf.Warnings, Warning{Reason: ReasonSeedRestoreUnverified, Message: fmt.Sprintf(
+			"seedRestore.objectStoreUrl %s has no expectedHash: an empty data dir is seeded only if the archive matches %s.sha256; "+
+				"where none is published it is unpacked unverified only when the operator allows it, else the pod stops", sr.ObjectStoreURL, sr.ObjectStoreURL)})
+	}
+	return sf
 }
 
 func deref64(p *int64, def int64) int64 {

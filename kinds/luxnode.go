@@ -108,6 +108,11 @@ type luxIdentity struct {
 	snapshotMaxRetained int32
 	snapshotRLP         bool
 	seedMarker          string
+	// seedPublished lets an https seed source without expectedHash be verified against the
+	// checksum published beside it (<url>.sha256, same origin, no redirect); a LuxNetwork's
+	// seed restore names no hash. seedUnverified (Context.AllowUnverifiedSeed) then unpacks
+	// one with no published checksum, into the empty data dir only; without it the pod stops.
+	seedPublished, seedUnverified bool
 	// perPodServices adds Service <cr>-<i> per validator.
 	perPodServices bool
 	topologySpread bool
@@ -436,6 +441,12 @@ func (p *luxPlan) checkSeed() error {
 		}
 		if seedFormat(src.URL) == "" {
 			return p.fail("seedRestore.sources[%d].url %q: want a .tar, .tar.gz/.tgz or .tar.zst archive", i, src.URL)
+		}
+		if src.ExpectedHash == "" && p.id.seedPublished {
+			if src.Type != "https" {
+				return p.fail("seedRestore.sources[%d].url %q has no expectedHash: only an https archive is verified against the checksum published beside it (<url>.sha256)", i, src.URL)
+			}
+			continue
 		}
 		if !sha256Hex.MatchString(strings.TrimPrefix(src.ExpectedHash, "sha256:")) {
 			return p.fail("seedRestore.sources[%d] needs expectedHash (sha256, 64 hex digits): an archive is never unpacked unverified", i)
@@ -820,12 +831,49 @@ restore() {
   rm -f "$tmp"; touch "$marker"; echo "seed-restore: restored $1"
 }
 `, dir, marker)
+	if slices.ContainsFunc(p.s.SeedRestore.Sources, func(s v1.SeedSource) bool { return s.ExpectedHash == "" }) {
+		fmt.Fprintf(&b, seedPublishedScript, map[bool]int{true: 1, false: 0}[p.id.seedUnverified])
+	}
 	for _, src := range p.s.SeedRestore.Sources {
+		if src.ExpectedHash == "" {
+			fmt.Fprintf(&b, "restore_published '%s' %s && exit 0\n", src.URL, seedFormat(src.URL))
+			continue
+		}
 		fmt.Fprintf(&b, "restore '%s' '%s' %s && exit 0\n", src.URL, strings.TrimPrefix(src.ExpectedHash, "sha256:"), seedFormat(src.URL))
 	}
 	b.WriteString("echo 'seed-restore: no source restored' >&2; exit 1\n")
 	return b.String()
 }
+
+// seedPublishedScript restores a source without expectedHash: its checksum is <url>.sha256
+// from the same https origin (no redirect followed). Published: the archive is unpacked only
+// when it matches. Not published (404): with allow_unverified it is unpacked into the data dir,
+// which the caller has checked is empty, with a warning; without it nothing is unpacked. Any
+// other answer is a failure, never a reason to skip verification.
+const seedPublishedScript = `allow_unverified=%d
+restore_published() {
+  resp=$(curl -sS --proto =https --retry 5 --retry-delay 5 -w '\n%%{http_code}' "$1.sha256") || { echo "seed-restore: fetching $1.sha256 failed" >&2; return 1; }
+  code=$(printf '%%s\n' "$resp" | tail -n1)
+  case "$code" in
+    200)
+      sum=$(printf '%%s\n' "$resp" | head -n1 | cut -d' ' -f1 | tr -d '\r'); sum="${sum#sha256:}"
+      if ! printf '%%s' "$sum" | grep -qxE '[0-9a-f]{64}'; then echo "seed-restore: $1.sha256 holds no sha256, not unpacked" >&2; return 1; fi
+      restore "$1" "$sum" "$2" ;;
+    404)
+      if [ "$allow_unverified" != 1 ]; then echo "seed-restore: $1 has no expectedHash and no $1.sha256 is published: not unpacked unverified" >&2; return 1; fi
+      echo "seed-restore: WARNING SeedRestoreUnverified: $1 has no expectedHash and no $1.sha256 is published; unpacking it unverified into the empty $dir" >&2
+      rm -f "$tmp"
+      curl -fsSL --proto-redir =https --retry 5 --retry-delay 5 -o "$tmp" "$1" || { echo "seed-restore: download of $1 failed" >&2; return 1; }
+      if ! case "$2" in
+        zstd) zstd -t -q "$tmp" && zstd -dc "$tmp" | tar -x -C "$dir" ;;
+        gzip) tar -xzf "$tmp" -C "$dir" ;;
+        *) tar -xf "$tmp" -C "$dir" ;;
+      esac; then echo "seed-restore: unpacking $1 failed, not marked seeded" >&2; rm -f "$tmp"; return 1; fi
+      rm -f "$tmp"; touch "$marker"; echo "seed-restore: restored $1 (unverified)" ;;
+    *) echo "seed-restore: $1.sha256 answered HTTP $code, not unpacked" >&2; return 1 ;;
+  esac
+}
+`
 
 // pluginScript fetches each VM plugin and installs it under its VM ID only when its sha256
 // matches.

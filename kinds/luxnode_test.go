@@ -466,3 +466,32 @@ func TestLuxNetworkNoFieldIgnored(t *testing.T) {
 		})
 	}
 }
+
+// TestLuxNetworkSeedWithoutHash: a LuxNetwork's https archive without expectedHash builds
+// (verified against <url>.sha256 by its init container) and its status carries the
+// SeedRestoreUnverified Warning; an http one, and a LuxRuntime source without a hash, are
+// still refused.
+func TestLuxNetworkSeedWithoutHash(t *testing.T) {
+	if _, err := buildLuxNetworkSpec(luxNetworkSeedSpec("https://s3.lux.network/lux-snapshots/mainnet/mainnet-node0-full.tar.gz")); err != nil {
+		t.Fatalf("https without expectedHash: %v", err)
+	}
+	if _, err := buildLuxNetworkSpec(luxNetworkSeedSpec("http://s3.lux.network/x.tar.gz")); err == nil || !strings.Contains(err.Error(), "only an https archive") {
+		t.Errorf("http without expectedHash: err %v, want a refusal", err)
+	}
+	rt := productionLuxRuntime()
+	rt.SeedRestore.Sources[0].ExpectedHash = ""
+	if _, err := buildLuxRuntimeSpec(rt); err == nil || !strings.Contains(err.Error(), "needs expectedHash") {
+		t.Errorf("LuxRuntime without expectedHash: err %v, want a refusal", err)
+	}
+	e := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementLuxNetwork, Kind: "LuxNetwork"}]
+	unverified := &luxnetwork.LuxNetwork{ObjectMeta: objMeta("luxd"), Spec: luxNetworkSeedSpec("https://s3/x.tar.gz")}
+	sf := e.Status(unverified, kinds.Observed{})
+	if len(sf.Warnings) != 1 || sf.Warnings[0].Reason != kinds.ReasonSeedRestoreUnverified || !strings.Contains(sf.Warnings[0].Message, "https://s3/x.tar.gz.sha256") {
+		t.Errorf("warnings %+v, want one SeedRestoreUnverified naming the checksum URL", sf.Warnings)
+	}
+	verified := unverified.DeepCopy()
+	verified.Spec.SeedRestore.ExpectedHash = strings.Repeat("a", 64)
+	if sf := e.Status(verified, kinds.Observed{}); len(sf.Warnings) != 0 {
+		t.Errorf("with expectedHash: warnings %+v, want none", sf.Warnings)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -355,4 +358,136 @@ func TestSnapshotScript(t *testing.T) {
 	if !slices.Contains(names, "db/000001.log") || !slices.Contains(names, "genesis.bytes") {
 		t.Errorf("the snapshot lacks the chain data: %v", names)
 	}
+}
+
+// TestSeedRestorePublishedChecksum runs the seed-restore script of a LuxNetwork whose archive
+// names no expectedHash (the luxfi CRs as written) against an https object store: the archive
+// is unpacked only when it matches <url>.sha256; without a published checksum it is unpacked
+// unverified only when the operator allows it, and never over data; any other answer about
+// the checksum stops the pod.
+func TestSeedRestorePublishedChecksum(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl, sha256sum and tar, as the node image has")
+	}
+	archive := tarGz(t)
+	sum := sha256.Sum256(archive)
+	good := hex.EncodeToString(sum[:])
+	var mu sync.Mutex
+	var checksum string // "" is 404; "403" is a refusal (a private bucket)
+	var archives atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		c := checksum
+		mu.Unlock()
+		switch {
+		case strings.HasSuffix(r.URL.Path, ".sha256") && c == "":
+			http.NotFound(w, r)
+		case strings.HasSuffix(r.URL.Path, ".sha256") && c == "403":
+			http.Error(w, "denied", http.StatusForbidden)
+		case strings.HasSuffix(r.URL.Path, ".sha256"):
+			_, _ = io.WriteString(w, c)
+		case strings.HasPrefix(r.URL.Path, "/truncated"):
+			archives.Add(1)
+			_, _ = w.Write(archive[:len(archive)/2])
+		default:
+			archives.Add(1)
+			_, _ = w.Write(archive)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pemCert(srv.Certificate().Raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := func(allow bool, path string) string {
+		s := luxNetworkSeedSpec(srv.URL + path)
+		cr := &luxnetwork.LuxNetwork{ObjectMeta: objMeta("luxd"), Spec: s}
+		objs, err := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementLuxNetwork, Kind: "LuxNetwork"}].Build(cr,
+			kinds.Context{APIGroup: kinds.DefaultAPIGroup, AllowUnverifiedSeed: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range podSpec(t, findKind(t, objs, "StatefulSet")).InitContainers {
+			if c.Name == "seed-restore" {
+				return c.Command[2]
+			}
+		}
+		t.Fatal("no seed-restore init container")
+		return ""
+	}
+	for name, c := range map[string]struct {
+		checksum      string
+		allow, exists bool
+		wantErr       bool
+		wantRestored  bool
+		wantArchives  int32
+		wantLog       string
+		path          string
+	}{
+		"not published, allowed, truncated":       {allow: true, path: "/truncated.tar.gz", wantErr: true, wantArchives: 1, wantLog: "not marked seeded"},
+		"published and matching":                  {checksum: good + "  mainnet-node0-full.tar.gz\n", wantRestored: true, wantArchives: 1},
+		"published with a prefix":                 {checksum: "sha256:" + good, wantRestored: true, wantArchives: 1},
+		"published and not matching":              {checksum: strings.Repeat("0", 64), allow: true, wantErr: true, wantArchives: 1},
+		"published garbage":                       {checksum: "<html>", allow: true, wantErr: true},
+		"not published, not allowed":              {wantErr: true, wantLog: "not unpacked unverified"},
+		"not published, allowed":                  {allow: true, wantRestored: true, wantArchives: 1, wantLog: "SeedRestoreUnverified"},
+		"checksum forbidden, allowed":             {checksum: "403", allow: true, wantErr: true},
+		"not published, allowed, data dir in use": {allow: true, exists: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mu.Lock()
+			checksum = c.checksum
+			mu.Unlock()
+			archives.Store(0)
+			dir := t.TempDir()
+			data := filepath.Join(dir, "data")
+			if err := os.MkdirAll(data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if c.exists {
+				if err := os.WriteFile(filepath.Join(data, "genesis.bytes"), []byte("mine"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := runScript(t, script(c.allow, or(c.path, "/mainnet-node0-full.tar.gz")), dir, "CURL_CA_BUNDLE="+ca)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want error %v; output:\n%s", err, c.wantErr, out)
+			}
+			_, statErr := os.Stat(filepath.Join(data, "db", "000001.log"))
+			if restored := statErr == nil; restored != c.wantRestored {
+				t.Errorf("restored %v, want %v; output:\n%s", restored, c.wantRestored, out)
+			}
+			if got := archives.Load(); got != c.wantArchives {
+				t.Errorf("%d archive downloads, want %d; output:\n%s", got, c.wantArchives, out)
+			}
+			if !strings.Contains(out, c.wantLog) {
+				t.Errorf("output lacks %q:\n%s", c.wantLog, out)
+			}
+			if _, err := os.Stat(filepath.Join(data, ".seeded")); (err == nil) != c.wantRestored {
+				t.Errorf("marker present %v, want %v", err == nil, c.wantRestored)
+			}
+			if c.exists {
+				if b, _ := os.ReadFile(filepath.Join(data, "genesis.bytes")); string(b) != "mine" {
+					t.Errorf("existing data changed")
+				}
+			}
+		})
+	}
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// luxNetworkSeedSpec is a one-validator LuxNetwork seeded from url, with no expectedHash.
+func luxNetworkSeedSpec(url string) luxnetwork.LuxNetworkSpec {
+	return luxnetwork.LuxNetworkSpec{NetworkID: 1, Validators: 1,
+		SeedRestore: &luxnetwork.SeedRestoreSpec{Enabled: true, SourceType: "ObjectStore", ObjectStoreURL: url}}
 }

@@ -23,6 +23,14 @@ type Context struct {
 	// documents it reads). A builder reads only those kinds and says what it assumes when one
 	// is missing; they are values, so the build stays pure.
 	Inputs []*unstructured.Unstructured
+	// AllowUnverifiedSeed lets a LuxNetwork's seed restore unpack an archive that has neither
+	// expectedHash nor a checksum published beside it (<url>.sha256), into an empty data dir
+	// only. A shell sets it only where it reports the SeedRestoreUnverified Warning condition
+	// and Event (StatusFields.Warnings); unset, such a restore stops the pod.
+	AllowUnverifiedSeed bool
+	// StaticServerImage is the pinned image (a tag other than latest, or a digest) that serves
+	// a Static's ConfigMap; empty is DefaultStaticServerImage.
+	StaticServerImage string
 }
 
 // InputsOf returns the inputs of kind gk in namespace ns.
@@ -54,7 +62,20 @@ type StatusFields struct {
 	// NotMaterialized lists the spec fields the build accepts without acting on them, each
 	// with why; the controller reports them in the FieldsNotMaterialized condition.
 	NotMaterialized []string
+	// Warnings are Warning conditions the controller sets (Status True, the Reason as Type)
+	// and reports once as Warning Events while they hold; see ReasonSeedRestoreUnverified.
+	Warnings []Warning
 }
+
+// Warning is a condition a build accepts with a caveat the CR's status must show.
+type Warning struct {
+	Reason, Message string
+}
+
+// ReasonSeedRestoreUnverified: a LuxNetwork's seed archive has no expectedHash, so the restore
+// verifies it against <url>.sha256 when one is published and, only when Context.
+// AllowUnverifiedSeed is set, unpacks it unverified into an empty data dir otherwise.
+const ReasonSeedRestoreUnverified = "SeedRestoreUnverified"
 
 func (c Context) validate() error {
 	return ValidateGroup(c.APIGroup)

@@ -40,6 +40,7 @@ func Builtin() Registry {
 		serviceEntry("Explorer", newOf[v1.Explorer], func(cr *v1.Explorer) *v1.ServiceSpec { return &cr.Spec }),
 		canonical("SPA", newOf[v1.SPA], func(cr *v1.SPA, o owner) (built, error) { return buildSPA(o, &cr.Spec) }, serviceOwns...),
 		withServiceSpec(canonical("App", newOf[v1.App], buildApp, appOwns...), appServiceSpec),
+		canonicalWith("Static", newOf[v1.Static], buildStatic, serviceOwns...),
 
 		// The datastore shape: the Kind (or field) fixes the engine, never spec.type.
 		canonical("SQL", newOf[v1.SQL], func(cr *v1.SQL, o owner) (built, error) {
@@ -82,12 +83,11 @@ func Builtin() Registry {
 		canonical("NodeFleet", newOf[v1.NodeFleet], func(cr *v1.NodeFleet, o owner) (built, error) {
 			return buildNodeFleet(o, &cr.Spec)
 		}, statefulOwns...),
-		canonical("BitcoinRuntime", newOf[v1.BitcoinRuntime], unspecifiedNode[*v1.BitcoinRuntime]),
-		canonical("EthereumRuntime", newOf[v1.EthereumRuntime], unspecifiedNode[*v1.EthereumRuntime]),
-		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], unspecifiedNode[*v1.SolanaRuntime]),
+		canonical("BitcoinRuntime", newOf[v1.BitcoinRuntime], func(cr *v1.BitcoinRuntime, o owner) (built, error) { return buildBitcoin(o, &cr.Spec) }, nodeRuntimeOwns...),
+		canonical("EthereumRuntime", newOf[v1.EthereumRuntime], func(cr *v1.EthereumRuntime, o owner) (built, error) { return buildEthereum(o, &cr.Spec) }, nodeRuntimeOwns...),
+		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], func(cr *v1.SolanaRuntime, o owner) (built, error) { return buildSolana(o, &cr.Spec) }, nodeRuntimeOwns...),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
-		canonical("Static", newOf[v1.Static], loopLater[*v1.Static]("the static-site publisher")),
 		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
 		withLoop("imageupdate", canonical("ImageUpdate", newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
@@ -170,6 +170,15 @@ func canonical[T Object](kind string, newT func() T, build func(T, owner) (built
 	return entry(PlacementCanonical, kind, fam, newT, build, owns...)
 }
 
+// canonicalWith is canonical for a builder that reads the Context.
+func canonicalWith[T Object](kind string, newT func() T, build func(T, owner, Context) (built, error), owns ...schema.GroupVersionKind) Entry {
+	fam, ok := v1.FamilyOf(kind)
+	if !ok {
+		panic("kinds: " + kind + " is not a Kind of kinds/v1")
+	}
+	return entryWith(PlacementCanonical, kind, fam, newT, build, owns...)
+}
+
 // hanzoServiceSpec is the converted spec of a HanzoService whose Image points into the CR, so
 // the upgrade machine's image, written through it, is what the conversion builds.
 func hanzoServiceSpec(cr *v1alpha1.HanzoService) *v1.ServiceSpec {
@@ -188,16 +197,6 @@ func withServiceSpec[T Object](e Entry, spec func(T) *v1.ServiceSpec) Entry {
 		return spec(t)
 	}
 	return e
-}
-
-// unspecifiedNode builds BitcoinRuntime, EthereumRuntime and SolanaRuntime: a Pending
-// NotImplemented Halt. A StatefulSet of the node image alone would run the wrong node: the
-// network (mainnet, testnet, ...) and the per-network default ports are chosen by a rendered
-// node configuration (bitcoin.conf, client flags, the execution/consensus pair and its JWT, a
-// Solana identity and entry points) that the contract does not specify, and the nested shapes
-// of these specs are this package's provisional ones (kinds/v1/runtime.go).
-func unspecifiedNode[T Object](_ T, o owner) (built, error) {
-	return nil, notImplemented(o, "the contract does not specify the node configuration (network selection, ports, credentials) a working node needs")
 }
 
 // entry adapts a typed builder to an Entry: it checks the CR's type and derives the owner

@@ -18,13 +18,14 @@ func TestWorkloads(t *testing.T) {
 		ref  kinds.Ref
 		want []schema.GroupKind
 	}{
-		"Service runs a Deployment":                 {canonRef("Service"), []schema.GroupKind{deploy}},
-		"SQL runs a StatefulSet":                    {canonRef("SQL"), []schema.GroupKind{sts}},
-		"App runs either, as its role decides":      {canonRef("App"), []schema.GroupKind{deploy, sts}},
-		"Gateway runs its proxy Deployment":         {canonRef("Gateway"), []schema.GroupKind{deploy}},
-		"Ingress runs no pods":                      {canonRef("Ingress"), nil},
-		"legacy HanzoService as Service":            {kinds.Ref{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}, []schema.GroupKind{deploy}},
-		"Static (a loop outside the cluster): none": {canonRef("Static"), nil},
+		"Service runs a Deployment":                    {canonRef("Service"), []schema.GroupKind{deploy}},
+		"SQL runs a StatefulSet":                       {canonRef("SQL"), []schema.GroupKind{sts}},
+		"App runs either, as its role decides":         {canonRef("App"), []schema.GroupKind{deploy, sts}},
+		"Gateway runs its proxy Deployment":            {canonRef("Gateway"), []schema.GroupKind{deploy}},
+		"Ingress runs no pods":                         {canonRef("Ingress"), nil},
+		"legacy HanzoService as Service":               {kinds.Ref{Placement: kinds.PlacementV1alpha1, Kind: "HanzoService"}, []schema.GroupKind{deploy}},
+		"Static runs its server Deployment":            {canonRef("Static"), []schema.GroupKind{deploy}},
+		"KMSSecret (a loop outside the cluster): none": {canonRef("KMSSecret"), nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

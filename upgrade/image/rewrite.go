@@ -127,7 +127,7 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 							marked = append(marked, s)
 						}
 					}
-					if k.Value == "image" && t.Repository != "" {
+					if (k.Value == "image" || k.Value == "nodeImage") && t.Repository != "" {
 						s, how, err := imageSite(data, lines, v, flow, want, obj)
 						switch {
 						case err != nil:
@@ -221,8 +221,8 @@ const (
 	matchExact
 )
 
-// imageSite reads the value of an `image:` key: a mapping with repository and tag, or a
-// scalar image reference.
+// imageSite reads the value of an `image:` key (or `nodeImage:`, the BitcoinRuntime and
+// SolanaRuntime node image): a mapping with repository and tag, or a scalar image reference.
 func imageSite(data []byte, lines []int, v *yaml.Node, flow bool, want string, obj Object) (Site, match, error) {
 	flow = flow || v.Style&yaml.FlowStyle != 0
 	switch v.Kind {

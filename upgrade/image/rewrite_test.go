@@ -45,6 +45,8 @@ func TestRewrite(t *testing.T) {
 				"image:\n  repository: ghcr.io/hanzoai/cloud # tag: v1.0.0\n  tag: v1.1.0\n"},
 		{name: "anchored tag value", in: "image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: &t v1.0.0\nother: *t\n",
 			want: "image:\n  repository: ghcr.io/hanzoai/cloud\n  tag: &t v1.1.0\nother: *t\n"},
+		{name: "a node runtime's nodeImage block", in: "kind: BitcoinRuntime\nspec:\n  network: mainnet\n  nodeImage: {repository: ghcr.io/hanzoai/cloud, tag: v1.0.0}\n",
+			want: "kind: BitcoinRuntime\nspec:\n  network: mainnet\n  nodeImage: {repository: ghcr.io/hanzoai/cloud, tag: v1.1.0}\n"},
 		{name: "second document", in: "kind: A\n---\n# a comment\nkind: B\nspec:\n  image:\n    repository: ghcr.io/hanzoai/cloud\n    tag: v1.0.0\n...\n",
 			want: "kind: A\n---\n# a comment\nkind: B\nspec:\n  image:\n    repository: ghcr.io/hanzoai/cloud\n    tag: v1.1.0\n...\n"},
 		{name: "setter marker on a tag line wins over blocks", in: "" +
