@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
@@ -105,14 +105,14 @@ func TestBadInputCorpus(t *testing.T) {
 			}
 			for _, want := range c.Failed {
 				file := c.name + "/" + want.File
-				i := slices.IndexFunc(rep.Results, func(r reconcile.Result) bool { return r.Object.String() == want.Object })
+				i := slices.IndexFunc(rep.Results, func(r apply.Result) bool { return r.Object.String() == want.Object })
 				if i < 0 {
 					t.Errorf("%s: no result for %s", file, want.Object)
 					continue
 				}
 				expectedFailures[want.Object] = true
 				r := rep.Results[i]
-				if r.Action != reconcile.Failed || !strings.HasPrefix(r.Message, file+": ") || !strings.Contains(r.Message, want.Says) {
+				if r.Action != apply.Failed || !strings.HasPrefix(r.Message, file+": ") || !strings.Contains(r.Message, want.Says) {
 					t.Errorf("%s: %s %q, want Failed naming %s and saying %q", want.Object, r.Action, r.Message, file, want.Says)
 				}
 				if !hasLine(logs, "Apply failed", `"file":"`+file+`"`, `"object":"`+want.Object+`"`) {
@@ -151,10 +151,10 @@ func TestBadInputCorpus(t *testing.T) {
 		}
 	}
 	for _, r := range rep.Results {
-		if (r.Action == reconcile.Failed || r.Action == reconcile.Denied) && !expectedFailures[r.Object.String()] {
+		if (r.Action == apply.Failed || r.Action == apply.Denied) && !expectedFailures[r.Object.String()] {
 			t.Errorf("unexpected %s of %s: %s", r.Action, r.Object, r.Message)
 		}
-		if r.Action != reconcile.Failed && r.Action != reconcile.Created && r.Action != reconcile.InSync {
+		if r.Action != apply.Failed && r.Action != apply.Created && r.Action != apply.InSync {
 			t.Errorf("%s: %s %s", r.Object, r.Action, r.Message)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/e2e/testbed"
 )
 
@@ -138,22 +138,22 @@ func TestDeployPlane(t *testing.T) {
 	op.sweptAt(t, sha, time.Now().Add(-time.Minute))
 
 	apps := map[string]string{"web": "Service", "worker": "App", "sql": "SQL", "edge": "Ingress", "api": "HanzoService"}
-	var list plane.ApplicationList
+	var list deploy.ApplicationList
 	// Argo CD's Ingress rule: Progressing until a load balancer reports an address, which
 	// nothing does on this cluster; every other application Healthy.
 	wantHealth := func(name string) string {
 		if name == "edge" {
-			return plane.HealthProgressing
+			return deploy.HealthProgressing
 		}
-		return plane.HealthHealthy
+		return deploy.HealthHealthy
 	}
 	waitFor(t, "every application Synced, Healthy but the Ingress", 2*time.Minute, func() (bool, string) {
-		list = plane.ApplicationList{}
+		list = deploy.ApplicationList{}
 		strictDecode(t, "list", api.get(t, "/api/v1/applications", admin, nil), &list)
 		got := map[string]bool{}
 		for _, a := range list.Items {
 			if _, ok := apps[a.Name]; ok && a.Namespace == ns {
-				if a.Status.Health.Status != wantHealth(a.Name) || a.Status.Sync.Status != plane.SyncSynced {
+				if a.Status.Health.Status != wantHealth(a.Name) || a.Status.Sync.Status != deploy.SyncSynced {
 					return false, fmt.Sprintf("%s: %s/%s %s", a.Name, a.Status.Health.Status, a.Status.Sync.Status, a.Status.Health.Message)
 				}
 				got[a.Name] = true
@@ -208,7 +208,7 @@ func TestDeployPlane(t *testing.T) {
 
 func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	q := "?appNamespace=" + ns
-	var app plane.Application
+	var app deploy.Application
 	api.get(t, "/api/v1/applications/web"+q, admin, &app)
 	if app.Spec.Source == nil || app.Spec.Source.Path != "apps/web.yaml" || app.Status.Sync.Revision != sha {
 		t.Errorf("web: source %+v revision %q, want apps/web.yaml at %s", app.Spec.Source, app.Status.Sync.Revision, sha)
@@ -219,7 +219,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	kinds := map[string]bool{}
 	for _, r := range app.Status.Resources {
 		kinds[r.Kind] = true
-		if (r.Health == nil && (r.Kind == "Deployment" || r.Kind == "Service")) || r.Status != plane.SyncSynced {
+		if (r.Health == nil && (r.Kind == "Deployment" || r.Kind == "Service")) || r.Status != deploy.SyncSynced {
 			t.Errorf("web resource %s/%s: %+v", r.Kind, r.Name, r)
 		}
 	}
@@ -238,7 +238,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	}
 
 	// resource tree: ResourceRef inline, Pods under ReplicaSets under the Deployment
-	var tree plane.ApplicationTree
+	var tree deploy.ApplicationTree
 	body := api.get(t, "/api/v1/applications/web/resource-tree"+q, admin, &tree)
 	var rawTree struct {
 		Nodes []map[string]any `json:"nodes"`
@@ -266,7 +266,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	}
 
 	// managed resources: states are JSON documents in strings
-	var mr plane.ManagedResourcesResponse
+	var mr deploy.ManagedResourcesResponse
 	api.get(t, "/api/v1/applications/web/managed-resources"+q, admin, &mr)
 	seen := map[string]bool{}
 	for _, d := range mr.Items {
@@ -285,18 +285,18 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 		t.Errorf("managed resources kinds %v", seen)
 	}
 
-	var md plane.RevisionMetadata
+	var md deploy.RevisionMetadata
 	api.get(t, "/api/v1/applications/web/revisions/"+app.Status.History[0].Revision+"/metadata"+q, admin, &md)
 	api.get(t, "/api/v1/applications/web/revisions/"+sha+"/metadata"+q, admin, &md)
 	if !strings.HasPrefix(md.Message, "the example universe") || md.Date == nil || md.Author == "" {
 		t.Errorf("metadata of %s: %+v, want the pushed commit", sha, md)
 	}
-	var clusters plane.ClusterList
+	var clusters deploy.ClusterList
 	api.get(t, "/api/v1/clusters", admin, &clusters)
 	if len(clusters.Items) != 1 || clusters.Items[0].Info.ConnectionState.Status != "Successful" || clusters.Items[0].ServerVersion == "" {
 		t.Errorf("clusters: %+v", clusters.Items)
 	}
-	var projects plane.AppProjectList
+	var projects deploy.AppProjectList
 	api.get(t, "/api/v1/projects", admin, &projects)
 	names := []string{}
 	for _, p := range projects.Items {
@@ -306,18 +306,18 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	if strings.Join(names, ",") != "acme,default" {
 		t.Errorf("projects %v, want acme, default", names)
 	}
-	var settings plane.Settings
+	var settings deploy.Settings
 	api.get(t, "/api/v1/settings", admin, &settings)
-	var version plane.VersionMessage
+	var version deploy.VersionMessage
 	vb := api.get(t, "/api/version", admin, &version)
 	if !strings.Contains(string(vb), `"Version":`) || !strings.Contains(string(vb), `"GoVersion":`) || version.GoVersion == "" {
 		t.Errorf("version keys are not capitalised: %s", vb)
 	}
 	// the same routes without the api/v1 segment
-	var again plane.ApplicationList
+	var again deploy.ApplicationList
 	api.get(t, "/applications?selector=hanzo.ai/org%3Dacme", admin, &again)
 	// only this namespace's: another test's acme namespace may still be terminating
-	again.Items = slices.DeleteFunc(again.Items, func(a plane.Application) bool { return a.Namespace != ns })
+	again.Items = slices.DeleteFunc(again.Items, func(a deploy.Application) bool { return a.Namespace != ns })
 	if len(again.Items) != 1 || again.Items[0].Name != "web" {
 		t.Errorf("selector hanzo.ai/org=acme: %d items", len(again.Items))
 	}
@@ -326,7 +326,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 	if len(again.Items) != 0 {
 		t.Errorf("projects=globex: %d items, want none (worker's label is not its namespace's org)", len(again.Items))
 	}
-	var worker plane.Application
+	var worker deploy.Application
 	api.get(t, "/api/v1/applications/worker?appNamespace="+ns, admin, &worker)
 	mismatch := false
 	for _, c := range worker.Status.Conditions {
@@ -351,7 +351,7 @@ func planeShapes(t *testing.T, api planeAPI, admin, ns, sha string) {
 
 func planeTenancy(t *testing.T, api planeAPI, member, admin, ns string) {
 	q := "?appNamespace=" + ns
-	var list plane.ApplicationList
+	var list deploy.ApplicationList
 	api.get(t, "/api/v1/applications", member, &list)
 	names := []string{}
 	for _, a := range list.Items {
@@ -369,7 +369,7 @@ func planeTenancy(t *testing.T, api planeAPI, member, admin, ns string) {
 			t.Errorf("member GET %s: %d %s, want 403", path, code, b)
 		}
 	}
-	api.get(t, "/api/v1/applications/web/resource-tree"+q, member, &plane.ApplicationTree{})
+	api.get(t, "/api/v1/applications/web/resource-tree"+q, member, &deploy.ApplicationTree{})
 	for _, verb := range []string{"sync", "rollback", "reconcile"} {
 		if code, b := api.do(t, http.MethodPost, "/api/v1/applications/web/"+verb+q, member, map[string]any{"id": 0}); code != http.StatusForbidden {
 			t.Errorf("member POST %s on its own app: %d %s, want 403", verb, code, b)
@@ -378,7 +378,7 @@ func planeTenancy(t *testing.T, api planeAPI, member, admin, ns string) {
 	if code, _ := api.do(t, http.MethodPost, "/reconcile", member, nil); code != http.StatusForbidden {
 		t.Errorf("member POST /reconcile: %d, want 403", code)
 	}
-	var ci plane.CanIResponse
+	var ci deploy.CanIResponse
 	api.get(t, "/api/v1/account/can-i/applications/sync/acme/web", member, &ci)
 	if ci.Value != "no" {
 		t.Errorf("member can-i sync: %q", ci.Value)
@@ -393,7 +393,7 @@ func planeTenancy(t *testing.T, api planeAPI, member, admin, ns string) {
 	}
 	// the org comes from the token only
 	code, b := api.do(t, http.MethodGet, "/api/v1/applications?org=globex&project=globex", member, nil)
-	var l plane.ApplicationList
+	var l deploy.ApplicationList
 	if code != http.StatusOK || json.Unmarshal(b, &l) != nil || len(l.Items) != 0 {
 		t.Errorf("member asking for globex by parameter: %d, %d items", code, len(l.Items))
 	}
@@ -421,7 +421,7 @@ func planeSync(t *testing.T, api planeAPI, op *operator, cl *cluster, admin, ns 
 	if code != http.StatusOK {
 		t.Fatalf("admin sync: %d %s", code, b)
 	}
-	var app plane.Application
+	var app deploy.Application
 	strictDecode(t, "sync", b, &app)
 	if app.Operation == nil || app.Operation.InitiatedBy.Username != "root@example.test" {
 		t.Errorf("sync answer operation %+v", app.Operation)
@@ -434,16 +434,16 @@ func planeSync(t *testing.T, api planeAPI, op *operator, cl *cluster, admin, ns 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.GetAnnotations()[plane.AnnotationSyncInitiatedBy] != "root@example.test" {
+	if u.GetAnnotations()[deploy.AnnotationSyncInitiatedBy] != "root@example.test" {
 		t.Errorf("worker annotations %v", u.GetAnnotations())
 	}
 	waitFor(t, "the sync's operation state Succeeded", time.Minute, func() (bool, string) {
-		var a plane.Application
+		var a deploy.Application
 		api.get(t, "/api/v1/applications/worker"+q, admin, &a)
 		if a.Status.OperationState == nil {
 			return false, "no operationState"
 		}
-		return a.Status.OperationState.Phase == plane.PhaseSucceeded && a.Status.OperationState.Operation.InitiatedBy.Username == "root@example.test",
+		return a.Status.OperationState.Phase == deploy.PhaseSucceeded && a.Status.OperationState.Operation.InitiatedBy.Username == "root@example.test",
 			a.Status.OperationState.Phase + ": " + a.Status.OperationState.Message
 	})
 	if code, b := api.do(t, http.MethodPost, "/reconcile", admin, nil); code != http.StatusOK {
@@ -464,18 +464,18 @@ func planeRollback(t *testing.T, api planeAPI, cl *cluster, repo *gitRepo, admin
 	if err := cl.c.Status().Patch(ctx, webCR, client.RawPatch(types.MergePatchType, hist)); err != nil {
 		t.Fatal(err)
 	}
-	var web plane.Application
+	var web deploy.Application
 	waitFor(t, "web's history", 30*time.Second, func() (bool, string) {
-		web = plane.Application{}
+		web = deploy.Application{}
 		api.get(t, "/api/v1/applications/web"+q, admin, &web)
 		return len(web.Status.History) > 0 && web.Status.History[0].Revision == "ghcr.io/hanzoai/example:v1.2.0", fmt.Sprintf("%+v", web.Status.History)
 	})
 	before, _ := repo.head(t, "apps/web.yaml")
-	code, b := api.do(t, http.MethodPost, "/api/v1/applications/web/rollback"+q, admin, plane.RollbackRequest{ID: web.Status.History[0].ID, AppNamespace: ns})
+	code, b := api.do(t, http.MethodPost, "/api/v1/applications/web/rollback"+q, admin, deploy.RollbackRequest{ID: web.Status.History[0].ID, AppNamespace: ns})
 	if code != http.StatusOK {
 		t.Fatalf("rollback of a CR from git: %d %s, want 200 and a commit", code, b)
 	}
-	var rolled plane.Application
+	var rolled deploy.Application
 	strictDecode(t, "rollback", b, &rolled)
 	head, file := repo.head(t, "apps/web.yaml")
 	if rolled.Operation == nil || rolled.Operation.Sync == nil || rolled.Operation.Sync.Revision != head.Hash.String() ||
@@ -510,19 +510,19 @@ func planeRollback(t *testing.T, api planeAPI, cl *cluster, repo *gitRepo, admin
 	if err := cl.c.Status().Patch(ctx, cr, client.RawPatch(types.MergePatchType, status)); err != nil {
 		t.Fatal(err)
 	}
-	var app plane.Application
+	var app deploy.Application
 	waitFor(t, "direct's history", 30*time.Second, func() (bool, string) {
-		app = plane.Application{}
+		app = deploy.Application{}
 		api.get(t, "/api/v1/applications/direct"+q, admin, &app)
 		return len(app.Status.History) == 2, fmt.Sprintf("%+v", app.Status.History)
 	})
 	if app.Status.History[0].Revision != "ghcr.io/example/direct:v1.0.0" || app.Status.History[1].Revision != "ghcr.io/example/direct:v1.1.0" {
 		t.Fatalf("history %+v", app.Status.History)
 	}
-	if code, b := api.do(t, http.MethodPost, "/api/v1/applications/direct/rollback"+q, admin, plane.RollbackRequest{ID: 7}); code != http.StatusBadRequest {
+	if code, b := api.do(t, http.MethodPost, "/api/v1/applications/direct/rollback"+q, admin, deploy.RollbackRequest{ID: 7}); code != http.StatusBadRequest {
 		t.Errorf("rollback to an unknown id: %d %s, want 400", code, b)
 	}
-	code, b = api.do(t, http.MethodPost, "/api/v1/applications/direct/rollback"+q, admin, plane.RollbackRequest{ID: 0, AppNamespace: ns})
+	code, b = api.do(t, http.MethodPost, "/api/v1/applications/direct/rollback"+q, admin, deploy.RollbackRequest{ID: 0, AppNamespace: ns})
 	if code != http.StatusOK {
 		t.Fatalf("rollback: %d %s", code, b)
 	}
@@ -582,7 +582,7 @@ func planeStream(t *testing.T, api planeAPI, cl *cluster, admin, member, ns stri
 	}
 	_, memberEvents := openStream(t, api.base+"/api/v1/stream/applications", member)
 	type watch struct {
-		Result plane.ApplicationWatchEvent `json:"result"`
+		Result deploy.ApplicationWatchEvent `json:"result"`
 	}
 	added := map[string]bool{}
 	deadline := time.After(20 * time.Second)
@@ -599,7 +599,7 @@ func planeStream(t *testing.T, api planeAPI, cl *cluster, admin, member, ns stri
 			}
 			var w watch
 			strictDecode(t, "stream event", ev.data, &w)
-			if w.Result.Type == plane.EventAdded {
+			if w.Result.Type == deploy.EventAdded {
 				added[w.Result.Application.Name] = true
 			}
 		case <-deadline:
@@ -635,8 +635,8 @@ wait:
 				continue
 			}
 			seq = append(seq, w.Result.Type+":"+w.Result.Application.Status.Health.Status)
-			if w.Result.Type == plane.EventModified && w.Result.Application.Status.Health.Status == plane.HealthHealthy {
-				if !strings.HasPrefix(seq[0], plane.EventAdded) {
+			if w.Result.Type == deploy.EventModified && w.Result.Application.Status.Health.Status == deploy.HealthHealthy {
+				if !strings.HasPrefix(seq[0], deploy.EventAdded) {
 					t.Errorf("late: first event %s, want ADDED", seq[0])
 				}
 				t.Logf("late: %v, Healthy after %s", seq, time.Since(start).Round(time.Millisecond))
@@ -651,12 +651,12 @@ wait:
 	select {
 	case ev := <-treeEvents:
 		var w struct {
-			Result plane.ApplicationTree `json:"result"`
+			Result deploy.ApplicationTree `json:"result"`
 		}
 		strictDecode(t, "tree stream", ev.data, &w)
 		healthy := false
 		for _, n := range w.Result.Nodes {
-			healthy = healthy || (n.Kind == "Deployment" && n.Health != nil && n.Health.Status == plane.HealthHealthy)
+			healthy = healthy || (n.Kind == "Deployment" && n.Health != nil && n.Health.Status == deploy.HealthHealthy)
 		}
 		if !healthy {
 			t.Errorf("tree stream's first frame: %+v", w.Result.Nodes)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/e2e/testbed"
 )
 
@@ -64,15 +64,15 @@ func TestDeployPlaneUI(t *testing.T) {
 	api := planeAPI{base: "http://" + addr + "/v1/deploy", bodies: &bytes.Buffer{}}
 	token := iss.Token(map[string]any{"sub": "admin", "aud": planeAudience, "org": "platform", "groups": []string{"admin"}})
 	waitFor(t, "the demo universe Synced, Healthy but the Ingress (no load balancer here)", 2*time.Minute, func() (bool, string) {
-		var l plane.ApplicationList
+		var l deploy.ApplicationList
 		api.get(t, "/api/v1/applications?appNamespace="+ns, token, &l)
 		ok := 0
 		for _, a := range l.Items {
-			want := plane.HealthHealthy
+			want := deploy.HealthHealthy
 			if a.Name == "edge" {
-				want = plane.HealthProgressing
+				want = deploy.HealthProgressing
 			}
-			if a.Status.Health.Status == want && a.Status.Sync.Status == plane.SyncSynced {
+			if a.Status.Health.Status == want && a.Status.Sync.Status == deploy.SyncSynced {
 				ok++
 			}
 		}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
@@ -532,8 +532,8 @@ func TestDiscoveryOutageAndCRDNeverEstablished(t *testing.T) {
 			t.Fatalf("the sweep stopped: %s", r.Error)
 		}
 		for object, file := range map[string]string{"Stuff/" + ns + "/s": "stuff.yaml", "Gauge/" + ns + "/g": "gauge.yaml"} {
-			if !slices.ContainsFunc(r.Results, func(res reconcile.Result) bool {
-				return res.Object.String() == object && res.Action == reconcile.Failed && strings.HasPrefix(res.Message, file+": no API serves")
+			if !slices.ContainsFunc(r.Results, func(res apply.Result) bool {
+				return res.Object.String() == object && res.Action == apply.Failed && strings.HasPrefix(res.Message, file+": no API serves")
 			}) {
 				t.Errorf("%s not failed by file: %+v", object, r.Results)
 			}

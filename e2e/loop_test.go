@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 var (
@@ -247,7 +247,7 @@ func TestBadInputCostsNothingElse(t *testing.T) {
 		t.Errorf("out-of-scope CR was applied (err %v)", err)
 	}
 	for _, r := range rep.Results {
-		if r.Action != reconcile.Created {
+		if r.Action != apply.Created {
 			t.Errorf("%s: %s %s", r.Object, r.Action, r.Message)
 		}
 	}

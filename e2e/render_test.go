@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // renderFixtures are fixture CRs, used unmodified, that cover every child kind the
@@ -97,24 +97,24 @@ func TestAppliedEqualsRender(t *testing.T) {
 				l := &unstructured.Unstructured{}
 				l.SetGroupVersionKind(r.GroupVersionKind())
 				if err := cl.c.Get(ctx, client.ObjectKeyFromObject(r), l); err != nil {
-					t.Errorf("%s: rendered but not applied by the controller: %v", reconcile.RefOf(r), err)
+					t.Errorf("%s: rendered but not applied by the controller: %v", apply.RefOf(r), err)
 					continue
 				}
 				want, got := mustYAML(t, r.Object), mustYAML(t, project(l.Object, r.Object))
 				if !bytes.Equal(want, got) {
-					t.Errorf("%s: the live object differs from render (-render +live, projected):\n%s", reconcile.RefOf(r), cmp.Diff(string(want), string(got)))
+					t.Errorf("%s: the live object differs from render (-render +live, projected):\n%s", apply.RefOf(r), cmp.Diff(string(want), string(got)))
 				}
 				dry := r.DeepCopy()
 				if err := cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
-					client.FieldOwner(reconcile.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
-					t.Errorf("%s: dry-run apply: %v", reconcile.RefOf(r), err)
+					client.FieldOwner(apply.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+					t.Errorf("%s: dry-run apply: %v", apply.RefOf(r), err)
 					continue
 				}
 				if d := cmp.Diff(string(mustYAML(t, comparable(l))), string(mustYAML(t, comparable(dry)))); d != "" {
-					t.Errorf("%s: applying render's output would change the live object (-live +dry-run):\n%s", reconcile.RefOf(r), d)
+					t.Errorf("%s: applying render's output would change the live object (-live +dry-run):\n%s", apply.RefOf(r), d)
 				}
-				if a, b := ownedBy(l, reconcile.ManagerKinds), ownedBy(dry, reconcile.ManagerKinds); a == "" || a != b {
-					t.Errorf("%s: fields owned by %s: live %s, after applying render's output %s", reconcile.RefOf(r), reconcile.ManagerKinds, a, b)
+				if a, b := ownedBy(l, apply.ManagerKinds), ownedBy(dry, apply.ManagerKinds); a == "" || a != b {
+					t.Errorf("%s: fields owned by %s: live %s, after applying render's output %s", apply.RefOf(r), apply.ManagerKinds, a, b)
 				}
 				compared++
 			}
@@ -138,7 +138,7 @@ func readCR(t *testing.T, data []byte) *unstructured.Unstructured {
 func waitReconciled(t *testing.T, c client.Client, cr *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	var live *unstructured.Unstructured
-	waitFor(t, "reconciled "+reconcile.RefOf(cr).String(), time.Minute, func() (bool, string) {
+	waitFor(t, "reconciled "+apply.RefOf(cr).String(), time.Minute, func() (bool, string) {
 		var err error
 		live, err = getObj(context.Background(), c, cr.GroupVersionKind(), cr.GetNamespace(), cr.GetName())
 		if err != nil {

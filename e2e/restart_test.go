@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // universeCRs are the CRs of the example universe, by Kind.
@@ -62,7 +62,7 @@ func TestRestartConvergesWithoutChurn(t *testing.T) {
 		t.Errorf("the restarted sweep has %d results, want 6", len(rep.Results))
 	}
 	for _, r := range rep.Results {
-		if r.Action != reconcile.InSync {
+		if r.Action != apply.InSync {
 			t.Errorf("after the restart %s was %s (%s), want in-sync", r.Object, r.Action, r.Message)
 		}
 	}
@@ -133,14 +133,14 @@ func snapshotWrites(t *testing.T, c client.Client, ns string) map[string]string 
 		}
 		for _, u := range l.Items {
 			for _, mf := range u.GetManagedFields() {
-				if mf.Manager == reconcile.ManagerKinds && mf.Subresource == "" {
+				if mf.Manager == apply.ManagerKinds && mf.Subresource == "" {
 					out[gvk.Kind+"/"+u.GetName()] = fmt.Sprintf("generation %d applied %s", u.GetGeneration(), mf.Time)
 				}
 			}
 		}
 	}
 	if len(out) <= len(universeCRs) {
-		t.Fatalf("no children applied by %s in %s", reconcile.ManagerKinds, ns)
+		t.Fatalf("no children applied by %s in %s", apply.ManagerKinds, ns)
 	}
 	return out
 }

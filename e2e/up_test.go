@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestUpAppliesManifests: `operator up --manifests DIR` installs, then applies DIR through
@@ -33,7 +33,7 @@ func TestUpAppliesManifests(t *testing.T) {
 		t.Fatalf("first operator up exited %d:\n%s", code, out)
 	}
 	for _, o := range objects {
-		if !hasLine(out, o+" "+string(reconcile.Created)) {
+		if !hasLine(out, o+" "+string(apply.Created)) {
 			t.Errorf("first run: no %q line:\n%s", o+" CREATE", out)
 		}
 	}
@@ -44,8 +44,8 @@ func TestUpAppliesManifests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Service CR web not applied: %v", err)
 	}
-	if !managedBy(cr, reconcile.ManagerGitOps) {
-		t.Errorf("Service CR web not applied under %s: %v", reconcile.ManagerGitOps, cr.GetManagedFields())
+	if !managedBy(cr, apply.ManagerGitOps) {
+		t.Errorf("Service CR web not applied under %s: %v", apply.ManagerGitOps, cr.GetManagedFields())
 	}
 
 	code, out = operatorUp(t, cl, dir, ns)

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
@@ -66,18 +66,18 @@ func read(t *testing.T, s string) []*unstructured.Unstructured {
 }
 
 // failures lists the results that did not apply, with their messages.
-func failures(rs []reconcile.Result) []string {
+func failures(rs []apply.Result) []string {
 	var out []string
 	for _, r := range rs {
-		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+		if r.Action == apply.Failed || r.Action == apply.Denied {
 			out = append(out, r.Object.String()+": "+r.Message)
 		}
 	}
 	return out
 }
 
-func summary(rs []reconcile.Result) map[string]reconcile.Result {
-	m := map[string]reconcile.Result{}
+func summary(rs []apply.Result) map[string]apply.Result {
+	m := map[string]apply.Result{}
 	for _, r := range rs {
 		r.Err = nil
 		m[r.Object.Kind] = r
@@ -92,9 +92,9 @@ func TestApplier(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a := &reconcile.Applier{Client: c, Manager: reconcile.ManagerKinds}
-	ref := func(kind, group, version string) reconcile.ObjRef {
-		r := reconcile.ObjRef{Group: group, Version: version, Kind: kind, Name: "web", Namespace: "apply-test"}
+	a := &apply.Applier{Client: c, Manager: apply.ManagerKinds}
+	ref := func(kind, group, version string) apply.ObjRef {
+		r := apply.ObjRef{Group: group, Version: version, Kind: kind, Name: "web", Namespace: "apply-test"}
 		if kind == "Namespace" {
 			r.Name, r.Namespace = "apply-test", ""
 		}
@@ -105,20 +105,20 @@ func TestApplier(t *testing.T) {
 	steps := []struct {
 		name string
 		edit func(t *testing.T)
-		want map[string]reconcile.Result
+		want map[string]apply.Result
 	}{
 		{
 			name: "first apply creates everything",
-			want: map[string]reconcile.Result{
-				"Namespace": {Object: ns, Action: reconcile.Created}, "Deployment": {Object: dep, Action: reconcile.Created},
-				"Service": {Object: svc, Action: reconcile.Created},
+			want: map[string]apply.Result{
+				"Namespace": {Object: ns, Action: apply.Created}, "Deployment": {Object: dep, Action: apply.Created},
+				"Service": {Object: svc, Action: apply.Created},
 			},
 		},
 		{
 			name: "second apply is in sync",
-			want: map[string]reconcile.Result{
-				"Namespace": {Object: ns, Action: reconcile.InSync}, "Deployment": {Object: dep, Action: reconcile.InSync},
-				"Service": {Object: svc, Action: reconcile.InSync},
+			want: map[string]apply.Result{
+				"Namespace": {Object: ns, Action: apply.InSync}, "Deployment": {Object: dep, Action: apply.InSync},
+				"Service": {Object: svc, Action: apply.InSync},
 			},
 		},
 		{
@@ -133,10 +133,10 @@ func TestApplier(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: map[string]reconcile.Result{
-				"Namespace":  {Object: ns, Action: reconcile.InSync},
-				"Deployment": {Object: dep, Action: reconcile.Updated, DriftedBy: []string{"kubectl-edit"}},
-				"Service":    {Object: svc, Action: reconcile.InSync},
+			want: map[string]apply.Result{
+				"Namespace":  {Object: ns, Action: apply.InSync},
+				"Deployment": {Object: dep, Action: apply.Updated, DriftedBy: []string{"kubectl-edit"}},
+				"Service":    {Object: svc, Action: apply.InSync},
 			},
 		},
 	}
@@ -195,7 +195,7 @@ func TestApplierIsolatesFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}
+	a := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
 	got := a.Apply(ctx, read(t, `
 apiVersion: v1
 kind: ConfigMap
@@ -215,16 +215,16 @@ data: {k: v}
 	if len(got) != 3 {
 		t.Fatalf("got %d results, want 3", len(got))
 	}
-	if got[0].Action != reconcile.Failed || !strings.Contains(got[0].Message, "Not A Valid Key!") {
+	if got[0].Action != apply.Failed || !strings.Contains(got[0].Message, "Not A Valid Key!") {
 		t.Errorf("invalid ConfigMap: %+v, want Failed naming the bad key", got[0])
 	}
-	if !reconcile.Terminal(got[0].Err) || reconcile.Terminal(got[1].Err) {
-		t.Errorf("Terminal(invalid)=%v Terminal(denied)=%v, want true and false", reconcile.Terminal(got[0].Err), reconcile.Terminal(got[1].Err))
+	if !apply.Terminal(got[0].Err) || apply.Terminal(got[1].Err) {
+		t.Errorf("Terminal(invalid)=%v Terminal(denied)=%v, want true and false", apply.Terminal(got[0].Err), apply.Terminal(got[1].Err))
 	}
-	if got[1].Action != reconcile.Denied || !strings.Contains(got[1].Message, "kind Secret in namespace default") {
+	if got[1].Action != apply.Denied || !strings.Contains(got[1].Message, "kind Secret in namespace default") {
 		t.Errorf("Secret: %+v, want Denied naming the missing grant", got[1])
 	}
-	if got[2].Action != reconcile.Created {
+	if got[2].Action != apply.Created {
 		t.Errorf("valid ConfigMap: %+v, want Created", got[2])
 	}
 }

@@ -22,13 +22,15 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/children"
 )
 
 // KindReconciler turns the CRs of one Kind into their children. Reconcile runs its phases
 // (build → apply → prune → observe) over one scope, then writes the status once.
 type KindReconciler struct {
 	Client   client.Client // cached reads, direct writes
-	Applier  *Applier
+	Applier  *apply.Applier
 	Entry    kinds.Entry
 	Context  kinds.Context
 	Owned    []schema.GroupVersionKind // children GVKs served by this cluster
@@ -49,7 +51,7 @@ type KindReconciler struct {
 // which writes nothing when they are in sync.
 type memory struct {
 	uid      types.UID
-	children map[ObjRef]*childRecord
+	children map[apply.ObjRef]*apply.Record
 	failures int
 	// statusAt is when this process last wrote the CR's status, statusFrom the CR's
 	// resourceVersion that write was computed from.
@@ -74,7 +76,7 @@ func (ms *memories) of(cr metav1.Object) *memory {
 	}
 	m := ms.m[key]
 	if m == nil || m.uid != cr.GetUID() {
-		m = &memory{uid: cr.GetUID(), children: map[ObjRef]*childRecord{}}
+		m = &memory{uid: cr.GetUID(), children: map[apply.ObjRef]*apply.Record{}}
 		ms.m[key] = m
 	}
 	return m
@@ -93,7 +95,7 @@ type scope struct {
 	previous drive.Status      // the status as read with the CR
 	obs      drive.Observation // what Summarize decides from
 	desired  []*unstructured.Unstructured
-	results  []Result
+	results  []apply.Result
 	outcome  Outcome
 	// halted is set when the build materializes nothing (a Halt or a build error): the later
 	// phases then neither apply, nor delete, nor observe.
@@ -105,7 +107,7 @@ type scope struct {
 	// mem is this CR's memory; applied holds the children as this reconcile's applies
 	// returned them (fresher than the cache); wake what the phases found for next.
 	mem     *memory
-	applied map[ObjRef]*unstructured.Unstructured
+	applied map[apply.ObjRef]*unstructured.Unstructured
 	wake    Wake
 }
 
@@ -134,7 +136,7 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	previous, err := readStatus(cr)
 	if err != nil {
-		return ctrl.Result{}, TerminalError(err)
+		return ctrl.Result{}, apply.TerminalError(err)
 	}
 	mem := r.memory.of(cr)
 	if lag, ok := statusLag(cr.GetResourceVersion(), mem.statusFrom, mem.statusAt, r.Now()); ok {
@@ -161,12 +163,12 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if err != nil {
-		if ClassOf(err) == Transient {
+		if apply.ClassOf(err) == apply.Transient {
 			log.Info("Reconcile interrupted, retrying with backoff", "error", err.Error())
 			return ctrl.Result{}, err
 		}
 		log.Info("Reconcile failed, not retrying until the CR changes", "error", err.Error())
-		return ctrl.Result{}, TerminalError(err)
+		return ctrl.Result{}, apply.TerminalError(err)
 	}
 	s.obs.Denied, s.obs.Rejected, s.obs.Failed = s.outcome.Denied, s.outcome.Rejected, s.outcome.Failed
 	status := drive.Summarize(s.obs)
@@ -179,11 +181,11 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	if write || (s.upgrade != nil && s.upgrade.changed) {
 		written, err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
 		if err != nil {
-			if ClassOf(err) == Transient {
+			if apply.ClassOf(err) == apply.Transient {
 				log.Info("Status write failed, retrying with backoff", "error", err.Error())
 				return ctrl.Result{}, err
 			}
-			return ctrl.Result{}, TerminalError(err)
+			return ctrl.Result{}, apply.TerminalError(err)
 		}
 		if written {
 			s.mem.statusAt, s.mem.statusFrom = s.obs.Now.Time, s.cr.GetResourceVersion()
@@ -251,7 +253,7 @@ func (r *KindReconciler) inputs(ctx context.Context, ns string) ([]*unstructured
 // apply server-side applies the built children that need it and sorts the results by
 // what they mean. A child whose desired state is the one this process last applied, and
 // whose live state (in the Owns cache) has not moved since, is in sync without a request
-// (childStale). Otherwise a child the cache knows about (or knows absent) after an apply of
+// (apply.Stale). Otherwise a child the cache knows about (or knows absent) after an apply of
 // ours costs one forced apply; one never applied by this process (the first reconcile
 // after a start) goes through the dry-run path from the cached copy, which writes only when
 // it drifted.
@@ -269,18 +271,18 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 		return nil
 	}
 	now := r.Now()
-	s.results = make([]Result, len(s.desired))
-	s.applied = map[ObjRef]*unstructured.Unstructured{}
+	s.results = make([]apply.Result, len(s.desired))
+	s.applied = map[apply.ObjRef]*unstructured.Unstructured{}
 	type job struct {
 		i      int
 		digest string
 		live   *unstructured.Unstructured // nil: absent
-		rec    *childRecord
+		rec    *apply.Record
 	}
 	var known, cold []job
 	for i, d := range s.desired {
-		ref := RefOf(d)
-		j := job{i: i, digest: digest(d), rec: s.mem.children[ref]}
+		ref := apply.RefOf(d)
+		j := job{i: i, digest: apply.Digest(d), rec: s.mem.children[ref]}
 		watched := r.watches(d.GroupVersionKind())
 		if watched {
 			live := &unstructured.Unstructured{}
@@ -292,17 +294,17 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 				return fmt.Errorf("read %s: %w", ref, err)
 			}
 		}
-		fp := childFingerprint(j.live, r.Applier.Manager)
+		fp := apply.Fingerprint(j.live, r.Applier.Manager)
 		if j.rec != nil && fp == j.rec.After {
 			j.rec.Seen = true
 		}
-		stale, lag := childStale(j.digest, j.rec, fp, watched, now)
+		stale, lag := apply.Stale(j.digest, j.rec, apply.Live{Watched: watched, Fingerprint: fp}, now)
 		if lag > 0 && (s.wake.Lag == 0 || lag < s.wake.Lag) {
 			s.wake.Lag = lag
 		}
 		switch {
 		case !stale:
-			s.results[i] = Result{Object: ref, Action: InSync}
+			s.results[i] = apply.Result{Object: ref, Action: apply.InSync}
 		case watched && (j.rec != nil || j.live == nil):
 			known = append(known, j)
 		default:
@@ -310,7 +312,7 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 		}
 	}
 	var mu sync.Mutex // remember writes the CR's memory
-	FanOut(len(known), r.Applier.Concurrency, func(k int) {
+	apply.FanOut(len(known), r.Applier.Concurrency, func(k int) {
 		j := known[k]
 		var before metav1.Object
 		if j.live != nil {
@@ -342,15 +344,15 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 
 // remember records an apply of child i: its fingerprint before and after, when the apply
 // succeeded; a failed apply is forgotten, so the child is applied again.
-func (r *KindReconciler) remember(s *scope, i int, digest string, before, after *unstructured.Unstructured, res Result) {
-	ref := RefOf(s.desired[i])
-	if res.Action == Failed || res.Action == Denied || after == nil {
+func (r *KindReconciler) remember(s *scope, i int, digest string, before, after *unstructured.Unstructured, res apply.Result) {
+	ref := apply.RefOf(s.desired[i])
+	if res.Action == apply.Failed || res.Action == apply.Denied || after == nil {
 		delete(s.mem.children, ref)
 		return
 	}
 	s.applied[ref] = after
-	s.mem.children[ref] = &childRecord{Digest: digest, Before: childFingerprint(before, r.Applier.Manager),
-		After: childFingerprint(after, r.Applier.Manager), At: r.Now()}
+	s.mem.children[ref] = &apply.Record{Digest: digest, OK: true, Before: apply.Fingerprint(before, r.Applier.Manager),
+		After: apply.Fingerprint(after, r.Applier.Manager), At: r.Now()}
 }
 
 // watches reports whether the Owns caches watch children of gvk.
@@ -377,14 +379,14 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace()), client.MatchingFields{indexController: string(s.cr.GetUID())}); err != nil {
 			return fmt.Errorf("list %s in %s: %w", gvk.Kind, s.cr.GetNamespace(), err)
 		}
-		s.takeover.leftover = append(s.takeover.leftover, leftovers(s.desired, list.Items, s.cr.GetUID(), ManagerKinds)...)
-		for _, child := range prunable(s.desired, list.Items, s.cr.GetUID(), ManagerKinds) {
+		s.takeover.leftover = append(s.takeover.leftover, children.Leftovers(s.desired, list.Items, s.cr.GetUID(), apply.ManagerKinds)...)
+		for _, child := range children.Prunable(s.desired, list.Items, s.cr.GetUID(), apply.ManagerKinds) {
 			err := r.Client.Delete(ctx, child, client.Preconditions{UID: ptrUID(child.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete %s: %w", RefOf(child), err)
+				return fmt.Errorf("delete %s: %w", apply.RefOf(child), err)
 			}
-			delete(s.mem.children, RefOf(child))
-			logr.FromContextOrDiscard(ctx).Info("Deleted child, no longer built", "object", RefOf(child).String(), "action", Deleted)
+			delete(s.mem.children, apply.RefOf(child))
+			logr.FromContextOrDiscard(ctx).Info("Deleted child, no longer built", "object", apply.RefOf(child).String(), "action", apply.Deleted)
 		}
 	}
 	s.takeover.leftKnown = true
@@ -400,23 +402,23 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 		return nil
 	}
 	for _, d := range s.desired {
-		live := s.applied[RefOf(d)] // what our apply just returned: the cache may not show it yet
+		live := s.applied[apply.RefOf(d)] // what our apply just returned: the cache may not show it yet
 		if live == nil {
 			live = &unstructured.Unstructured{}
 			live.SetGroupVersionKind(d.GroupVersionKind())
 		}
 		if err := r.getUnlessApplied(ctx, s, d, live); err != nil {
 			if apierrors.IsNotFound(err) { // the cache has not seen our apply yet
-				s.obs.Children = append(s.obs.Children, drive.Child{Ref: RefOf(d).String(), Status: kstatus.InProgressStatus, Message: "not observed yet"})
+				s.obs.Children = append(s.obs.Children, drive.Child{Ref: apply.RefOf(d).String(), Status: kstatus.InProgressStatus, Message: "not observed yet"})
 				continue
 			}
-			return fmt.Errorf("read %s: %w", RefOf(d), err)
+			return fmt.Errorf("read %s: %w", apply.RefOf(d), err)
 		}
 		res, err := kstatus.Compute(live)
 		if err != nil {
-			return fmt.Errorf("compute status of %s: %w", RefOf(d), err)
+			return fmt.Errorf("compute status of %s: %w", apply.RefOf(d), err)
 		}
-		s.obs.Children = append(s.obs.Children, drive.Child{Ref: RefOf(d).String(), Status: res.Status, Message: res.Message})
+		s.obs.Children = append(s.obs.Children, drive.Child{Ref: apply.RefOf(d).String(), Status: res.Status, Message: res.Message})
 		if s.obs.Workload == nil && r.Entry.IsWorkload(d.GroupVersionKind().GroupKind()) {
 			if err := r.observeWorkload(ctx, live, &s.obs); err != nil {
 				return err
@@ -428,7 +430,7 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 
 // getUnlessApplied reads child d from the cache into live, unless this reconcile applied it.
 func (r *KindReconciler) getUnlessApplied(ctx context.Context, s *scope, d, live *unstructured.Unstructured) error {
-	if s.applied[RefOf(d)] != nil {
+	if s.applied[apply.RefOf(d)] != nil {
 		return nil
 	}
 	return r.Client.Get(ctx, client.ObjectKeyFromObject(d), live)
@@ -450,7 +452,7 @@ func (r *KindReconciler) observeWorkload(ctx context.Context, live *unstructured
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(live.GetNamespace()), client.MatchingLabels(sel)); err != nil {
-		return fmt.Errorf("list pods of %s: %w", RefOf(live), err)
+		return fmt.Errorf("list pods of %s: %w", apply.RefOf(live), err)
 	}
 	p := drive.PodProblem(pods.Items)
 	obs.PodProblem, obs.Restarts = p.Message, p.Restarts
@@ -459,23 +461,23 @@ func (r *KindReconciler) observeWorkload(ctx context.Context, live *unstructured
 
 // logResults writes one line per child that changed or was refused, saying what happens
 // next; drift reverted by the apply is also an event on the CR.
-func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, results []Result) {
+func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, results []apply.Result) {
 	log := logr.FromContextOrDiscard(ctx)
 	for _, res := range results {
 		switch res.Action {
-		case Created:
+		case apply.Created:
 			log.Info("Applied child", "object", res.Object.String(), "action", res.Action)
-		case Updated:
+		case apply.Updated:
 			if len(res.DriftedBy) == 0 { // the CR's spec changed
 				log.Info("Updated child", "object", res.Object.String(), "action", res.Action)
 				continue
 			}
 			log.Info("Reverted drift", "object", res.Object.String(), "action", res.Action, "driftedBy", res.DriftedBy)
 			metricDriftCorrections.WithLabelValues(r.Entry.Kind).Inc()
-			r.event(cr, corev1.EventTypeWarning, EventDriftReverted, "reverted %s (changed by %s)", res.Object.String(), joinNames(res.DriftedBy))
-		case Failed, Denied:
+			r.event(cr, corev1.EventTypeWarning, apply.EventDriftReverted, "reverted %s (changed by %s)", res.Object.String(), joinNames(res.DriftedBy))
+		case apply.Failed, apply.Denied:
 			metricApplyErrors.WithLabelValues(r.Entry.Kind).Inc()
-			if ClassOf(res.Err) == Transient {
+			if apply.ClassOf(res.Err) == apply.Transient {
 				log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
 				continue
 			}
@@ -486,7 +488,7 @@ func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, result
 
 func (r *KindReconciler) event(cr kinds.Object, typ, reason, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(cr, nil, typ, reason, ActionApply, note, args...)
+		r.Recorder.Eventf(cr, nil, typ, reason, apply.ActionApply, note, args...)
 	}
 }
 

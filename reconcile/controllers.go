@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 var (
@@ -52,7 +53,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	if err != nil {
 		return fmt.Errorf("create apply client: %w", err)
 	}
-	applier := &Applier{Client: direct, Manager: ManagerKinds, Concurrency: 4, Adopt: true}
+	applier := &apply.Applier{Client: direct, Manager: apply.ManagerKinds, Concurrency: 4, Adopt: true}
 	mapper := mgr.GetRESTMapper()
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -90,7 +91,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			Applier:  applier,
 			Entry:    e,
 			Context:  kinds.Context{APIGroup: group},
-			Recorder: mgr.GetEventRecorder(RecorderKinds),
+			Recorder: mgr.GetEventRecorder(apply.RecorderKinds),
 			Now:      time.Now,
 			Upgrades: ups,
 		}

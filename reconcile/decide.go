@@ -1,20 +1,14 @@
 package reconcile
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // The decisions of the Kind reconcile: pure functions of what the phases observed.
@@ -31,52 +25,21 @@ type Outcome struct {
 func (o Outcome) Clean() bool { return len(o.Denied)+len(o.Rejected)+len(o.Failed) == 0 }
 
 // outcome sorts apply results into what they mean, in the results' order.
-func outcome(results []Result) Outcome {
+func outcome(results []apply.Result) Outcome {
 	var o Outcome
 	for _, res := range results {
 		msg := res.Object.String() + ": " + res.Message
 		switch {
-		case res.Action == Denied:
+		case res.Action == apply.Denied:
 			o.Denied = append(o.Denied, msg)
-		case res.Action != Failed:
-		case ClassOf(res.Err) == Invalid:
+		case res.Action != apply.Failed:
+		case apply.ClassOf(res.Err) == apply.Invalid:
 			o.Rejected = append(o.Rejected, msg)
 		default:
 			o.Failed = append(o.Failed, msg)
 		}
 	}
 	return o
-}
-
-// prunable returns the live objects to delete: those the CR with uid owner controls (its
-// controller owner reference), that manager applied (managedFields), and that the build no
-// longer produces. Objects are matched by group, kind, namespace and name; the API version
-// does not matter. An object another owner controls, or nobody, is never returned; nor is
-// one another operator created for the same CR (see leftovers).
-func prunable(desired []*unstructured.Unstructured, live []unstructured.Unstructured, owner types.UID, manager string) []*unstructured.Unstructured {
-	want := map[ObjRef]bool{}
-	for _, o := range desired {
-		want[unversioned(RefOf(o))] = true
-	}
-	var out []*unstructured.Unstructured
-	for i := range live {
-		child := &live[i]
-		if want[unversioned(RefOf(child))] || !controlledBy(child, owner) || !appliedBy(child, manager) {
-			continue
-		}
-		out = append(out, child)
-	}
-	return out
-}
-
-func unversioned(r ObjRef) ObjRef {
-	r.Version = ""
-	return r
-}
-
-func controlledBy(o metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == uid
 }
 
 // How long a Kind reconcile waits before looking again, when nothing wakes it. Children
@@ -187,10 +150,10 @@ func statusDue(previous, next drive.Status, lastWrite, now time.Time) (write boo
 // status write, at writtenAt, was computed from (from): the cache has not shown that write
 // yet, so the status read is stale. For at most LagGrace; lag is how long remains.
 func statusLag(rv, from string, writtenAt, now time.Time) (lag time.Duration, ok bool) {
-	if from == "" || rv != from || now.Sub(writtenAt) >= LagGrace {
+	if from == "" || rv != from || now.Sub(writtenAt) >= apply.LagGrace {
 		return 0, false
 	}
-	return LagGrace - now.Sub(writtenAt), true
+	return apply.LagGrace - now.Sub(writtenAt), true
 }
 
 // significant reports a change a user or a waiting tool acts on: generation, or a
@@ -209,73 +172,6 @@ func significant(a, b drive.Status) bool {
 		}
 	}
 	return false
-}
-
-// childRecord is what a Kind controller remembers of its last apply of one child.
-type childRecord struct {
-	// Digest of the desired object applied.
-	Digest string
-	// Before and After are the child's fingerprints (childFingerprint) as the cache
-	// showed it just before the apply ("" when absent) and as the apply returned it.
-	Before, After string
-	// At is when the apply returned.
-	At time.Time
-	// Seen is set once the cache has shown the child as the apply left it.
-	Seen bool
-}
-
-// childStale decides whether a child whose desired state has digest must be applied, from
-// the record of our last apply of it (nil: none in this process) and live, its fingerprint
-// in the cache now; watched is false when no cache watches the child's kind. A child is
-// applied when it was never applied by this process, its desired state changed, or its
-// live state moved since our apply (drift: another field manager took a field of ours, or
-// the child was deleted or replaced). For at most LagGrace after an apply, a live state
-// equal to the one before it is the cache not having shown our write yet: not stale, and
-// lag says when to look again.
-func childStale(digest string, rec *childRecord, live string, watched bool, now time.Time) (stale bool, lag time.Duration) {
-	switch {
-	case !watched, rec == nil, rec.Digest != digest:
-		return true, 0
-	case live == rec.After:
-		return false, 0
-	case !rec.Seen && live == rec.Before && now.Sub(rec.At) < LagGrace:
-		return false, LagGrace - now.Sub(rec.At)
-	}
-	return true, 0
-}
-
-// LagGrace is how long after an apply the cache may still show a child as it was before.
-const LagGrace = 10 * time.Second
-
-// childFingerprint summarises what of a child an apply by manager could change: its
-// identity (uid, deletion) and the fields manager owns on the main resource. Another
-// writer changing or removing one of our fields takes it from our managedFields entry (an
-// update always does; an apply by force does), so drift changes the fingerprint, while
-// status writes, other managers' own fields and the controller-manager's annotations leave
-// it as it is. An absent child has the empty fingerprint.
-func childFingerprint(m *unstructured.Unstructured, manager string) string {
-	if m == nil {
-		return ""
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%t", m.GetUID(), m.GetDeletionTimestamp() != nil)
-	for _, e := range m.GetManagedFields() {
-		if e.Manager != manager || e.Subresource != "" {
-			continue
-		}
-		fmt.Fprintf(h, "\x00%s\x00%s\x00", e.Operation, e.APIVersion)
-		if e.FieldsV1 != nil {
-			h.Write(e.FieldsV1.GetRawBytes())
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// digest identifies the desired state of a child.
-func digest(u *unstructured.Unstructured) string {
-	b, _ := json.Marshal(u.Object) // map keys are sorted: stable
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

@@ -9,14 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
 	kindsv1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 var (
@@ -30,21 +28,21 @@ var (
 func TestClassOf(t *testing.T) {
 	cases := map[string]struct {
 		err  error
-		want ErrorClass
+		want apply.ErrorClass
 	}{
-		"invalid object (schema, immutable field)": {errInvalid, Invalid},
-		"malformed request":                        {apierrors.NewBadRequest("bad"), Invalid},
-		"forbidden":                                {errDenied, Forbidden},
-		"wrapped forbidden":                        {fmt.Errorf("list pods: %w", errDenied), Forbidden},
-		"conflict":                                 {errConfl, Transient},
-		"throttled":                                {errBusy, Transient},
-		"timeout":                                  {apierrors.NewServerTimeout(grDeploy, "patch", 1), Transient},
-		"network":                                  {fmt.Errorf("get: %w", errors.New("connection refused")), Transient},
-		"already terminal":                         {TerminalError(errors.New("cannot encode")), Invalid},
+		"invalid object (schema, immutable field)": {errInvalid, apply.Invalid},
+		"malformed request":                        {apierrors.NewBadRequest("bad"), apply.Invalid},
+		"forbidden":                                {errDenied, apply.Forbidden},
+		"wrapped forbidden":                        {fmt.Errorf("list pods: %w", errDenied), apply.Forbidden},
+		"conflict":                                 {errConfl, apply.Transient},
+		"throttled":                                {errBusy, apply.Transient},
+		"timeout":                                  {apierrors.NewServerTimeout(grDeploy, "patch", 1), apply.Transient},
+		"network":                                  {fmt.Errorf("get: %w", errors.New("connection refused")), apply.Transient},
+		"already terminal":                         {apply.TerminalError(errors.New("cannot encode")), apply.Invalid},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := ClassOf(tc.err); got != tc.want {
+			if got := apply.ClassOf(tc.err); got != tc.want {
 				t.Errorf("ClassOf(%v) = %s, want %s", tc.err, got, tc.want)
 			}
 		})
@@ -52,30 +50,30 @@ func TestClassOf(t *testing.T) {
 }
 
 func TestOutcome(t *testing.T) {
-	ref := func(name string) ObjRef {
-		return ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "ns", Name: name}
+	ref := func(name string) apply.ObjRef {
+		return apply.ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "ns", Name: name}
 	}
 	cases := map[string]struct {
-		results []Result
+		results []apply.Result
 		want    Outcome
 		clean   bool
 	}{
 		"all applied": {
-			results: []Result{{Object: ref("a"), Action: Created}, {Object: ref("b"), Action: Updated}, {Object: ref("c"), Action: InSync}},
+			results: []apply.Result{{Object: ref("a"), Action: apply.Created}, {Object: ref("b"), Action: apply.Updated}, {Object: ref("c"), Action: apply.InSync}},
 			clean:   true,
 		},
 		"one of each refusal, in order": {
-			results: []Result{
-				{Object: ref("a"), Action: Denied, Err: errDenied, Message: "forbidden: grant"},
-				{Object: ref("b"), Action: Failed, Err: errInvalid, Message: "invalid"},
-				{Object: ref("c"), Action: Failed, Err: errBusy, Message: "slow down"},
-				{Object: ref("d"), Action: InSync},
+			results: []apply.Result{
+				{Object: ref("a"), Action: apply.Denied, Err: errDenied, Message: "forbidden: grant"},
+				{Object: ref("b"), Action: apply.Failed, Err: errInvalid, Message: "invalid"},
+				{Object: ref("c"), Action: apply.Failed, Err: errBusy, Message: "slow down"},
+				{Object: ref("d"), Action: apply.InSync},
 			},
 			want: Outcome{Denied: []string{"Deployment/ns/a: forbidden: grant"}, Rejected: []string{"Deployment/ns/b: invalid"},
 				Failed: []string{"Deployment/ns/c: slow down"}},
 		},
 		"conflicts are retried": {
-			results: []Result{{Object: ref("a"), Action: Failed, Err: errConfl, Message: "stale"}},
+			results: []apply.Result{{Object: ref("a"), Action: apply.Failed, Err: errConfl, Message: "stale"}},
 			want:    Outcome{Failed: []string{"Deployment/ns/a: stale"}},
 		},
 	}
@@ -87,81 +85,6 @@ func TestOutcome(t *testing.T) {
 			}
 			if got.Clean() != tc.clean {
 				t.Errorf("Clean() = %v, want %v", got.Clean(), tc.clean)
-			}
-		})
-	}
-}
-
-func TestPrunable(t *testing.T) {
-	const owner = types.UID("cr-uid")
-	obj := func(apiVersion, kind, name string, controller types.UID, isController bool) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		u.SetNamespace("ns")
-		u.SetName(name)
-		if controller != "" {
-			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "hanzo.ai/v1", Kind: "Service", Name: "web", UID: controller, Controller: ptr.To(isController)}})
-		}
-		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: ManagerKinds, Operation: metav1.ManagedFieldsOperationApply}})
-		return u
-	}
-	by := func(u *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType, sub string) *unstructured.Unstructured {
-		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: op, Subresource: sub}})
-		return u
-	}
-	names := func(objs []*unstructured.Unstructured) []string {
-		var out []string
-		for _, o := range objs {
-			out = append(out, RefOf(o).String())
-		}
-		return out
-	}
-	desired := []*unstructured.Unstructured{obj("apps/v1", "Deployment", "web", owner, true), obj("v1", "Service", "web", owner, true)}
-	cases := map[string]struct {
-		live []*unstructured.Unstructured
-		want []string
-	}{
-		"still built: kept": {
-			live: []*unstructured.Unstructured{obj("apps/v1", "Deployment", "web", owner, true)},
-		},
-		"still built at another API version: kept": {
-			live: []*unstructured.Unstructured{obj("autoscaling/v2", "HorizontalPodAutoscaler", "x", "", false), obj("apps/v1beta2", "Deployment", "web", owner, true)},
-		},
-		"no longer built and ours: deleted": {
-			live: []*unstructured.Unstructured{obj("autoscaling/v2", "HorizontalPodAutoscaler", "web", owner, true)},
-			want: []string{"HorizontalPodAutoscaler/ns/web"},
-		},
-		"another CR's: kept": {
-			live: []*unstructured.Unstructured{obj("autoscaling/v2", "HorizontalPodAutoscaler", "other", "other-uid", true)},
-		},
-		"ours but not as controller: kept": {
-			live: []*unstructured.Unstructured{obj("autoscaling/v2", "HorizontalPodAutoscaler", "shared", owner, false)},
-		},
-		"nobody's: kept": {
-			live: []*unstructured.Unstructured{obj("v1", "ConfigMap", "loose", "", false)},
-		},
-		"ours by owner but the Rust operator applied it: kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "Service", "web-old", owner, true), "hanzo-operator", metav1.ManagedFieldsOperationApply, "")},
-		},
-		"ours by owner but the Go operator created it: kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-corefile", owner, true), "manager", metav1.ManagedFieldsOperationUpdate, "")},
-		},
-		"our manager only updated it (not applied): kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-x", owner, true), ManagerKinds, metav1.ManagedFieldsOperationUpdate, "")},
-		},
-		"our manager applied only its status: kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-y", owner, true), ManagerKinds, metav1.ManagedFieldsOperationApply, "status")},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			live := make([]unstructured.Unstructured, len(tc.live))
-			for i, o := range tc.live {
-				live[i] = *o
-			}
-			if diff := cmp.Diff(tc.want, names(prunable(desired, live, owner, ManagerKinds))); diff != "" {
-				t.Errorf("prunable (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -277,76 +200,6 @@ func withRestarts(s drive.Status, n int32) drive.Status {
 	return s
 }
 
-func TestChildStale(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	rec := &childRecord{Digest: "d1", Before: "", After: "fp-applied", At: t0}
-	seen := &childRecord{Digest: "d1", Before: "fp-old", After: "fp-applied", At: t0, Seen: true}
-	cases := map[string]struct {
-		digest  string
-		rec     *childRecord
-		live    string
-		watched bool
-		now     time.Time
-		stale   bool
-		lag     time.Duration
-	}{
-		"never applied by this process":               {"d1", nil, "fp-applied", true, t0, true, 0},
-		"kind not watched: always applied":            {"d1", rec, "fp-applied", false, t0, true, 0},
-		"desired changed":                             {"d2", rec, "fp-applied", true, t0, true, 0},
-		"live as we left it: in sync, no request":     {"d1", rec, "fp-applied", true, t0.Add(time.Hour), false, 0},
-		"cache not showing our create yet: wait":      {"d1", rec, "", true, t0.Add(3 * time.Second), false, LagGrace - 3*time.Second},
-		"still absent long after our create: re-do":   {"d1", rec, "", true, t0.Add(LagGrace), true, 0},
-		"seen, then deleted (absent again): re-apply": {"d1", seen, "", true, t0.Add(time.Second), true, 0},
-		"seen, then back to the old state: re-apply":  {"d1", seen, "fp-old", true, t0.Add(time.Second), true, 0},
-		"drifted (our fields taken): re-apply":        {"d1", rec, "fp-drifted", true, t0.Add(time.Second), true, 0},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			stale, lag := childStale(tc.digest, tc.rec, tc.live, tc.watched, tc.now)
-			if stale != tc.stale || lag != tc.lag {
-				t.Errorf("childStale = %v, %s; want %v, %s", stale, lag, tc.stale, tc.lag)
-			}
-		})
-	}
-}
-
-func TestChildFingerprint(t *testing.T) {
-	const ours = "universe-operator"
-	obj := func(uid string, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetUID(types.UID(uid))
-		u.SetManagedFields(entries)
-		return u
-	}
-	entry := func(manager, sub, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-			Subresource: sub, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
-	}
-	spec := `{"f:spec":{"f:minReadySeconds":{},"f:replicas":{}}}`
-	applied := obj("u1", entry(ours, "", spec))
-	cases := map[string]struct {
-		live *unstructured.Unstructured
-		same bool
-	}{
-		"same object": {obj("u1", entry(ours, "", spec)), true},
-		"a status write by the controller-manager":    {obj("u1", entry(ours, "", spec), entry("kube-controller-manager", "status", `{"f:status":{}}`)), true},
-		"another manager's own field (an annotation)": {obj("u1", entry(ours, "", spec), entry("kube-controller-manager", "", `{"f:metadata":{"f:annotations":{}}}`)), true},
-		"kubectl edit took a field of ours":           {obj("u1", entry(ours, "", `{"f:spec":{"f:replicas":{}}}`), entry("kubectl-edit", "", `{"f:spec":{"f:minReadySeconds":{}}}`)), false},
-		"deleted and recreated by someone":            {obj("u2", entry(ours, "", spec)), false},
-		"absent":                                      {nil, false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := childFingerprint(tc.live, ours) == childFingerprint(applied, ours); got != tc.same {
-				t.Errorf("same fingerprint = %v, want %v", got, tc.same)
-			}
-		})
-	}
-	if childFingerprint(nil, ours) != "" {
-		t.Error("an absent child must have the empty fingerprint")
-	}
-}
-
 func TestStatusLag(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
@@ -357,8 +210,8 @@ func TestStatusLag(t *testing.T) {
 	}{
 		"never written":                              {"5", "", t0, 0, false},
 		"read after our write showed up":             {"6", "5", t0.Add(time.Second), 0, false},
-		"read before the cache showed our write":     {"5", "5", t0.Add(2 * time.Second), LagGrace - 2*time.Second, true},
-		"still the same long after: not lag (no-op)": {"5", "5", t0.Add(LagGrace), 0, false},
+		"read before the cache showed our write":     {"5", "5", t0.Add(2 * time.Second), apply.LagGrace - 2*time.Second, true},
+		"still the same long after: not lag (no-op)": {"5", "5", t0.Add(apply.LagGrace), 0, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -12,7 +12,8 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -38,9 +39,9 @@ func TestDiffNeverPrintsSecretValues(t *testing.T) {
 		"metadata": map[string]any{"name": "db", "namespace": "default"},
 		"data":     map[string]any{"password": next},
 	}}
-	d := &reconcile.Differ{Client: c, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: kinds.DefaultAPIGroup}}
+	d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: kinds.DefaultAPIGroup}}
 	rs := d.Diff(ctx, []source.Object{{File: "secret.yaml", Doc: 1, Obj: desired}})
-	if len(rs) != 1 || rs[0].Err != nil || rs[0].Action != reconcile.Updated {
+	if len(rs) != 1 || rs[0].Err != nil || rs[0].Action != apply.Updated {
 		t.Fatalf("diff: %+v", rs)
 	}
 	t.Logf("diff:\n%s", rs[0].Diff)

@@ -16,8 +16,9 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/install"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -65,7 +66,7 @@ func applyAsOperator(t *testing.T, c client.WithWatch, objs []source.Object) {
 		gitops = append(gitops, o.Obj.DeepCopy())
 	}
 	for _, stage := range [][]*unstructured.Unstructured{namespaces, gitops} {
-		if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}).Apply(ctx, stage)); len(f) > 0 {
+		if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, stage)); len(f) > 0 {
 			t.Fatalf("gitops apply:\n%s", strings.Join(f, "\n"))
 		}
 	}
@@ -81,15 +82,15 @@ func applyAsOperator(t *testing.T, c client.WithWatch, objs []source.Object) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
+		if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
 			t.Fatalf("children apply:\n%s", strings.Join(f, "\n"))
 		}
 	}
 }
 
 // actions summarizes results as "Kind/name manager" -> action.
-func actions(rs []reconcile.DiffResult) map[string]reconcile.Action {
-	m := map[string]reconcile.Action{}
+func actions(rs []render.DiffResult) map[string]apply.Action {
+	m := map[string]apply.Action{}
 	for _, r := range rs {
 		m[r.Object.Kind+"/"+r.Object.Name+" "+r.Manager] = r.Action
 	}
@@ -110,7 +111,7 @@ func TestDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := failures((&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, crds)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(ctx, crds)); len(f) > 0 {
 		t.Fatalf("install CRDs:\n%s", strings.Join(f, "\n"))
 	}
 	names := make([]string, len(crds))
@@ -119,13 +120,13 @@ func TestDiff(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := reconcile.WaitEstablished(wctx, c, names, 100*time.Millisecond); err != nil {
+	if err := apply.WaitEstablished(wctx, c, names, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 
 	objs := diffInput(t)
-	d := &reconcile.Differ{Client: c, Renderer: renderer(kinds.DefaultAPIGroup)}
-	diff := func() ([]reconcile.DiffResult, string) {
+	d := &render.Differ{Client: c, Renderer: renderer(kinds.DefaultAPIGroup)}
+	diff := func() ([]render.DiffResult, string) {
 		t.Helper()
 		rs := d.Diff(ctx, objs)
 		for _, r := range rs {
@@ -134,7 +135,7 @@ func TestDiff(t *testing.T) {
 			}
 		}
 		var out bytes.Buffer
-		if err := reconcile.WriteDiff(&out, rs); err != nil {
+		if err := render.WriteDiff(&out, rs); err != nil {
 			t.Fatal(err)
 		}
 		for _, secret := range []string{"first-secret-value", "second-secret-value", "Zmlyc3Qtc2VjcmV0LXZhbHVl", "c2Vjb25kLXNlY3JldC12YWx1ZQ=="} {
@@ -147,12 +148,12 @@ func TestDiff(t *testing.T) {
 
 	// Before the first apply: everything would be created, the children without a dry-run.
 	rs, out := diff()
-	if code := reconcile.Summarize(rs).ExitCode(); code != 1 {
+	if code := render.Summarize(rs).ExitCode(); code != 1 {
 		t.Errorf("exit code before apply = %d, want 1:\n%s", code, out)
 	}
 	for _, r := range rs {
-		if r.Action != reconcile.Created {
-			t.Errorf("before apply: %s %s, want %s", r.Object, r.Action, reconcile.Created)
+		if r.Action != apply.Created {
+			t.Errorf("before apply: %s %s, want %s", r.Object, r.Action, apply.Created)
 		}
 	}
 	if !strings.Contains(out, "► apps/v1/Deployment/diff-test/billing would be created") || !strings.Contains(out, "+++ desired/apps/v1/Deployment/diff-test/billing") {
@@ -160,7 +161,7 @@ func TestDiff(t *testing.T) {
 	}
 	nChildren := 0
 	for _, r := range rs {
-		if r.Manager == reconcile.ManagerKinds {
+		if r.Manager == apply.ManagerKinds {
 			nChildren++
 		}
 	}
@@ -171,10 +172,10 @@ func TestDiff(t *testing.T) {
 	// Right after applying the same objects: no drift.
 	applyAsOperator(t, c, objs)
 	rs, out = diff()
-	if code := reconcile.Summarize(rs).ExitCode(); code != 0 {
+	if code := render.Summarize(rs).ExitCode(); code != 0 {
 		t.Errorf("exit code after apply = %d, want 0:\n%s", code, out)
 	}
-	if !strings.HasSuffix(out, reconcile.Summarize(rs).String()+"\n") || strings.Contains(out, "►") {
+	if !strings.HasSuffix(out, render.Summarize(rs).String()+"\n") || strings.Contains(out, "►") {
 		t.Errorf("converged output:\n%s", out)
 	}
 
@@ -197,20 +198,20 @@ func TestDiff(t *testing.T) {
 	}
 	rs, out = diff()
 	t.Logf("operator diff after out-of-band edits:\n%s", out)
-	if code := reconcile.Summarize(rs).ExitCode(); code != 1 {
+	if code := render.Summarize(rs).ExitCode(); code != 1 {
 		t.Errorf("exit code after edit = %d, want 1:\n%s", code, out)
 	}
 	got := actions(rs)
-	want := map[string]reconcile.Action{}
+	want := map[string]apply.Action{}
 	for k, v := range got {
 		want[k] = v
-		if v != reconcile.InSync {
-			want[k] = reconcile.InSync
+		if v != apply.InSync {
+			want[k] = apply.InSync
 		}
 	}
-	want["Deployment/billing "+reconcile.ManagerKinds] = reconcile.Updated
-	want["Secret/billing-secrets "+reconcile.ManagerGitOps] = reconcile.Updated
-	want["HanzoService/billing "+reconcile.ManagerGitOps] = reconcile.Updated
+	want["Deployment/billing "+apply.ManagerKinds] = apply.Updated
+	want["Secret/billing-secrets "+apply.ManagerGitOps] = apply.Updated
+	want["HanzoService/billing "+apply.ManagerGitOps] = apply.Updated
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("actions after edit (-want +got):\n%s", d)
 	}
@@ -219,4 +220,10 @@ func TestDiff(t *testing.T) {
 			t.Errorf("diff lacks %q:\n%s", line, out)
 		}
 	}
+}
+
+var fixtureCRs = filepath.Join("..", "kinds", "testdata", "fixtures", "crs")
+
+func renderer(group string) render.Renderer {
+	return render.Renderer{Registry: kinds.Builtin(), APIGroup: group}
 }

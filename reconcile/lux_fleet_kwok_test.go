@@ -23,6 +23,8 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -116,7 +118,7 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gitops := &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}
+	gitops := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
 	for _, r := range gitops.Apply(ctx, crs) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
@@ -200,26 +202,26 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			o.Obj.SetUID(live.GetUID())
 			objs = append(objs, o)
 		}
-		rendered := reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
-		if errs := reconcile.Errors(rendered); len(errs) > 0 {
+		rendered := render.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
+		if errs := render.Errors(rendered); len(errs) > 0 {
 			t.Fatalf("render: %v", errs)
 		}
 		n := 0
 		for _, rd := range rendered {
 			if rd.Halt != nil {
-				t.Errorf("%s halts in render: %v", reconcile.RefOf(rd.From.Obj), rd.Halt)
+				t.Errorf("%s halts in render: %v", apply.RefOf(rd.From.Obj), rd.Halt)
 			}
 			for _, obj := range rd.Objects {
 				n++
 				live, err := get(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 				if err != nil {
-					t.Errorf("rendered %s was not applied: %v", reconcile.RefOf(obj), err)
+					t.Errorf("rendered %s was not applied: %v", apply.RefOf(obj), err)
 					continue
 				}
 				dry := obj.DeepCopy()
 				// the response is decoded into dry
-				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(reconcile.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
-					t.Errorf("dry-run %s: %v", reconcile.RefOf(obj), err)
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(apply.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+					t.Errorf("dry-run %s: %v", apply.RefOf(obj), err)
 					continue
 				}
 				strip := func(u *unstructured.Unstructured) map[string]any {
@@ -230,7 +232,7 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 					return m
 				}
 				if diff := cmp.Diff(strip(live), strip(dry)); diff != "" {
-					t.Errorf("applying the rendered %s would change it (-applied +rendered):\n%s", reconcile.RefOf(obj), diff)
+					t.Errorf("applying the rendered %s would change it (-applied +rendered):\n%s", apply.RefOf(obj), diff)
 				}
 			}
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 const luxNS = "lux-kwok"
@@ -48,7 +48,7 @@ func installLuxNetworkCRDs(t *testing.T, cfg *rest.Config, c client.Client) {
 		delete(u.Object, "status")
 		objs = append(objs, u)
 	}
-	for _, r := range (&reconcile.Applier{Client: c, Manager: "test"}).Apply(context.Background(), objs) {
+	for _, r := range (&apply.Applier{Client: c, Manager: "test"}).Apply(context.Background(), objs) {
 		if r.Err != nil {
 			t.Fatalf("install %s: %v", r.Object, r.Err)
 		}
@@ -131,7 +131,7 @@ func TestLuxNetworksBecomeReady(t *testing.T) {
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": luxNS}}}
 	// the namespace first: the applier applies a batch concurrently
 	for _, batch := range [][]*unstructured.Unstructured{{ns}, {luxRuntimeCR(), luxNetworkCR()}} {
-		for _, r := range (&reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}).Apply(ctx, batch) {
+		for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, batch) {
 			if r.Err != nil {
 				t.Fatalf("apply %s: %v", r.Object, r.Err)
 			}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // nsRequests counts the requests the Kind controllers send about one namespace, by
@@ -80,7 +80,7 @@ func (r *nsRequests) take() map[string]int {
 	return n
 }
 
-func render(n map[string]int) string {
+func tally(n map[string]int) string {
 	var keys []string
 	for k := range n {
 		keys = append(keys, k)
@@ -129,7 +129,7 @@ func TestKindControllerRequests(t *testing.T) {
 			children++
 		}
 	}
-	applier := &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps}
+	applier := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
 	for _, batch := range [][]*unstructured.Unstructured{objs[:1], objs[1:]} { // the Namespace first
 		for _, r := range applier.Apply(ctx, batch) {
 			if r.Err != nil {
@@ -168,10 +168,10 @@ func TestKindControllerRequests(t *testing.T) {
 
 	t.Run("on the way to Ready: one apply per child, at most two status writes per CR", func(t *testing.T) {
 		n := reqs.take()
-		t.Logf("requests: %s", render(n))
+		t.Logf("requests: %s", tally(n))
 		applies := n["APPLY deployments"] + n["APPLY services"] + n["APPLY horizontalpodautoscalers"]
 		if applies != children {
-			t.Errorf("%d applies for %d children, want one each: %s", applies, children, render(n))
+			t.Errorf("%d applies for %d children, want one each: %s", applies, children, tally(n))
 		}
 		for k, v := range n {
 			if strings.HasPrefix(k, "DRYRUN ") || (strings.HasPrefix(k, "GET ") && v > 0) {
@@ -211,7 +211,7 @@ func TestKindControllerRequests(t *testing.T) {
 		})
 		time.Sleep(2 * time.Second)
 		if n := reqs.take(); len(n) > 0 {
-			t.Errorf("reconciling unchanged CRs sent %s, want nothing", render(n))
+			t.Errorf("reconciling unchanged CRs sent %s, want nothing", tally(n))
 		}
 	})
 
@@ -237,9 +237,9 @@ func TestKindControllerRequests(t *testing.T) {
 		allReady("every CR Ready after the revert")
 		time.Sleep(2 * time.Second)
 		n := reqs.take()
-		t.Logf("requests: %s", render(n))
+		t.Logf("requests: %s", tally(n))
 		if n["APPLY deployments"] != 1 || n["APPLY services"]+n["APPLY horizontalpodautoscalers"] != 0 || n["DRYRUN deployments"] != 0 {
-			t.Errorf("reverting one Deployment sent %s, want one apply of it", render(n))
+			t.Errorf("reverting one Deployment sent %s, want one apply of it", tally(n))
 		}
 		poll(ctx, t, "drift log line naming kubectl-edit", func() (bool, string) {
 			for _, line := range strings.Split(logs.String(), "\n") {
@@ -261,10 +261,10 @@ func TestKindControllerRequests(t *testing.T) {
 		})
 		time.Sleep(2 * time.Second)
 		n := reqs.take()
-		t.Logf("requests: %s", render(n))
+		t.Logf("requests: %s", tally(n))
 		dry := n["DRYRUN deployments"] + n["DRYRUN services"] + n["DRYRUN horizontalpodautoscalers"]
 		if dry != children {
-			t.Errorf("%d dry-runs for %d children after a restart, want one each: %s", dry, children, render(n))
+			t.Errorf("%d dry-runs for %d children after a restart, want one each: %s", dry, children, tally(n))
 		}
 		for k, v := range n {
 			if strings.HasPrefix(k, "GET ") || strings.HasPrefix(k, "APPLY ") || strings.HasPrefix(k, "STATUS ") {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -115,7 +116,7 @@ func TestRevertInGit(t *testing.T) {
 			t.Logf("operator log:\n%s", logs.String())
 		}
 	})
-	sweep := func(want reconcile.Action) {
+	sweep := func(want apply.Action) {
 		t.Helper()
 		r := sweeper.Sweep(ctx)
 		for _, res := range r.Results {
@@ -128,7 +129,7 @@ func TestRevertInGit(t *testing.T) {
 		}
 		t.Fatalf("sweep at %s (%s): no result for gitrev; skips %v", r.Revision, r.Error, r.Skips)
 	}
-	sweep(reconcile.Created)
+	sweep(apply.Created)
 	// The same policy on a CR created in the cluster: never a commit.
 	direct := upgradeCR("clusterrev", good, map[string]any{"enabled": true, "preflight": false, "soakSeconds": int64(3),
 		"rolloutDeadlineSeconds": int64(60), "revertInGit": true}, nil)
@@ -157,7 +158,7 @@ func TestRevertInGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep(reconcile.Updated)
+	sweep(apply.Updated)
 	patch := []byte(`{"spec":{"image":{"tag":"v1"}}}`)
 	if err := c.Patch(ctx, direct, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl")); err != nil {
 		t.Fatal(err)
@@ -191,8 +192,8 @@ func TestRevertInGit(t *testing.T) {
 		}
 	}
 	// The sweep applies the revert, the next one is in sync, and the machine is Stable.
-	sweep(reconcile.Updated)
-	sweep(reconcile.InSync)
+	sweep(apply.Updated)
+	sweep(apply.InSync)
 	await("gitrev", "stable on v0 after the revert", func(v upView) bool {
 		return v.phase == "" && v.lastGood == good && v.deployImage == good && slices.Equal(v.history, []string{"RolledBack"})
 	})

@@ -15,11 +15,6 @@ import (
 	"github.com/openuniverse/operator/kinds"
 )
 
-// ShardLabel is the label a CR carries to be reconciled by one shard, as Flux's
-// sharding.fluxcd.io/key: a shard runs with --watch-label-selector=ShardLabel=<shard>, the
-// main operator with !ShardLabel.
-const ShardLabel = "sharding.universe.dev/key"
-
 // Shard is the part of the fleet one operator reconciles: namespaces (none: all) and a label
 // selector on the CRs (empty: all). Kubernetes is the distributed engine: N operator
 // Deployments, each with its own shard and its own Lease.

@@ -26,6 +26,7 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 const shardLeases = "shard-leases"
@@ -93,13 +94,13 @@ func TestShards(t *testing.T) {
 		}
 	}
 	// shard 1: namespace shard-a, label shard1; shard 2: namespaces shard-a and shard-b, label shard2
-	one := reconcile.Shard{Namespaces: []string{"shard-a"}, LabelSelector: reconcile.ShardLabel + "=shard1"}
-	two := reconcile.Shard{Namespaces: []string{"shard-a", "shard-b"}, LabelSelector: reconcile.ShardLabel + "=shard2"}
+	one := reconcile.Shard{Namespaces: []string{"shard-a"}, LabelSelector: apply.ShardLabel + "=shard1"}
+	two := reconcile.Shard{Namespaces: []string{"shard-a", "shard-b"}, LabelSelector: apply.ShardLabel + "=shard2"}
 	cr := func(ns, name, shard string) *unstructured.Unstructured {
 		u := serviceCR(name, false, nil)
 		u.SetNamespace(ns)
 		if shard != "" {
-			u.SetLabels(map[string]string{reconcile.ShardLabel: shard})
+			u.SetLabels(map[string]string{apply.ShardLabel: shard})
 		}
 		return u
 	}
@@ -196,8 +197,8 @@ func TestShardLeaseID(t *testing.T) {
 		want  string // prefix
 	}{
 		"none: the base":   {reconcile.Shard{}, base},
-		"label shard":      {reconcile.Shard{LabelSelector: reconcile.ShardLabel + "=shard1"}, base + "-shard1-"},
-		"main (not key)":   {reconcile.Shard{LabelSelector: "!" + reconcile.ShardLabel}, base + "-sharding-universe-dev-key-"},
+		"label shard":      {reconcile.Shard{LabelSelector: apply.ShardLabel + "=shard1"}, base + "-shard1-"},
+		"main (not key)":   {reconcile.Shard{LabelSelector: "!" + apply.ShardLabel}, base + "-sharding-universe-dev-key-"},
 		"namespaces":       {reconcile.Shard{Namespaces: []string{"devnet", "testnet"}}, base + "-devnet-testnet-"},
 		"namespace order ": {reconcile.Shard{Namespaces: []string{"testnet", "devnet"}}, base + "-devnet-testnet-"},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // ownedConditions are the condition types the Kind controllers write. Others (an upgrade's,
@@ -113,14 +114,14 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	case r.Entry.ServiceSpec != nil:
 		s, err := readUpgradeState(cr)
 		if err != nil {
-			return false, TerminalError(err)
+			return false, apply.TerminalError(err)
 		}
 		state = &s
 	}
 	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
 	patch, perr := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next, state)
 	if perr != nil {
-		return false, TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), perr))
+		return false, apply.TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), perr))
 	}
 	if status, ok := patch.Object["status"].(map[string]any); ok {
 		for k, v := range own {
@@ -129,7 +130,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 			}
 		}
 	}
-	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerStatus), client.ForceOwnership)
+	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(apply.ManagerStatus), client.ForceOwnership)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil // deleted meanwhile
@@ -146,7 +147,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 		if after.Status != metav1.ConditionTrue {
 			typ = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(cr, nil, typ, after.Reason, ActionReconcile, "%s", after.Message)
+		r.Recorder.Eventf(cr, nil, typ, after.Reason, apply.ActionReconcile, "%s", after.Message)
 	}
 	return true, nil
 }

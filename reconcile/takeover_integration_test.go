@@ -21,6 +21,8 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -126,7 +128,7 @@ func TestTakeover(t *testing.T) {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	renderer := reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}
+	renderer := render.Renderer{Registry: kinds.Builtin(), APIGroup: group}
 	crs := takeoverCRs(t)
 	for _, cr := range crs {
 		if err := c.Create(ctx, cr, client.FieldOwner("kubectl-create")); err != nil {
@@ -164,11 +166,11 @@ func TestTakeover(t *testing.T) {
 	}
 
 	t.Run("diff --takeover reports the children and writes nothing", func(t *testing.T) {
-		rs, err := (&reconcile.Differ{Client: c, Renderer: renderer}).Takeover(ctx, takeoverNS)
+		rs, err := (&render.Differ{Client: c, Renderer: renderer}).Takeover(ctx, takeoverNS)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]reconcile.TakeoverResult{}
+		got := map[string]render.TakeoverResult{}
 		for _, r := range rs {
 			got[r.Object.Kind+"/"+r.Object.Name] = r
 			if r.Err != nil {
@@ -179,28 +181,28 @@ func TestTakeover(t *testing.T) {
 			r, ok := got[name]
 			switch {
 			case name == "Service/main-db-headless":
-				if r.Change != reconcile.ChangeLeftover || !slices.Contains(r.Writers, managerGo) {
+				if r.Change != render.ChangeLeftover || !slices.Contains(r.Writers, managerGo) {
 					t.Errorf("%s: %s by %v, want leftover by %s", name, r.Change, r.Writers, managerGo)
 				}
 			case !ok:
 				t.Errorf("%s is not reported", name)
-			case r.Change != reconcile.ChangeOwnership:
+			case r.Change != render.ChangeOwnership:
 				t.Errorf("%s: %s, want field ownership only\n%s", name, r.Change, r.Diff)
 			}
 		}
-		if r := got["Service/main-db-hs"]; r.Change != reconcile.ChangeCreate {
+		if r := got["Service/main-db-hs"]; r.Change != render.ChangeCreate {
 			t.Errorf("Service/main-db-hs: %q, want create", r.Change)
 		}
 		sts := got["StatefulSet/main-db"]
 		if len(sts.Kept) != 1 || sts.Kept[0].Field != "spec.serviceName" || sts.Kept[0].Live != `"main-db-headless"` || sts.Kept[0].Built != `"main-db-hs"` {
 			t.Errorf("StatefulSet/main-db kept %+v, want spec.serviceName main-db-headless over main-db-hs", sts.Kept)
 		}
-		s := reconcile.SummarizeTakeover(rs)
-		if s.ExitCode() != 1 || s[reconcile.ChangeCreate] != 1 || s[reconcile.ChangeDelete] != 0 || s[reconcile.ChangeConfigure] != 0 {
+		s := render.SummarizeTakeover(rs)
+		if s.ExitCode() != 1 || s[render.ChangeCreate] != 1 || s[render.ChangeDelete] != 0 || s[render.ChangeConfigure] != 0 {
 			t.Errorf("summary %s, exit %d; want one create (main-db-hs), nothing else", s, s.ExitCode())
 		}
 		var out strings.Builder
-		if err := reconcile.WriteTakeover(&out, rs); err != nil {
+		if err := render.WriteTakeover(&out, rs); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{"► bootno.de/v1/LuxRuntime/takeover/mainnet", "field ownership  StatefulSet/takeover/mainnet (from hanzo-operator)",
@@ -217,14 +219,14 @@ func TestTakeover(t *testing.T) {
 	})
 
 	t.Run("render --from-cluster reads the CR and builds what was pre-created", func(t *testing.T) {
-		mapper, err := reconcile.KindMapper(cfg)
+		mapper, err := render.KindMapper(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reg := kinds.Builtin()
 		for arg, kind := range map[string]string{"hanzodns/hanzodns-sample": "HanzoDNS", "hanzodatastores/main-db": "HanzoDatastore",
 			"hsvc/example": "Service", "luxruntime/mainnet": "LuxRuntime", "LuxRuntime.bootno.de/mainnet": "LuxRuntime", "datastore/datastore": "Datastore"} {
-			cr, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, arg)
+			cr, err := render.FetchCR(ctx, c, mapper, reg, group, takeoverNS, arg)
 			if err != nil {
 				t.Errorf("%s: %v", arg, err)
 				continue
@@ -242,13 +244,13 @@ func TestTakeover(t *testing.T) {
 				}
 			}
 		}
-		if _, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "configmap/x"); err == nil || !strings.Contains(err.Error(), "no Kind of universe") {
+		if _, err := render.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "configmap/x"); err == nil || !strings.Contains(err.Error(), "no Kind of universe") {
 			t.Errorf("a core kind: %v", err)
 		}
-		if _, err := reconcile.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "hanzodns/absent"); err == nil || !strings.Contains(err.Error(), "not found") {
+		if _, err := render.FetchCR(ctx, c, mapper, reg, group, takeoverNS, "hanzodns/absent"); err == nil || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("an absent CR: %v", err)
 		}
-		net, err := reconcile.FetchNetwork(ctx, c, reg, group, takeoverNS, "mainnet")
+		net, err := render.FetchNetwork(ctx, c, reg, group, takeoverNS, "mainnet")
 		if err != nil || net.GetKind() != "LuxRuntime" || net.GroupVersionKind().Group != "bootno.de" {
 			t.Errorf("<ns> <name>: %v %v", net, err)
 		}
@@ -268,7 +270,7 @@ func TestTakeover(t *testing.T) {
 		poll(ctx, t, "every child applied by universe-operator", func() (bool, string) {
 			now := snapshot(ctx, t, c)
 			for name, s := range now {
-				if name != "Service/main-db-headless" && !slices.Contains(s.managers, reconcile.ManagerKinds+"/Apply") {
+				if name != "Service/main-db-headless" && !slices.Contains(s.managers, apply.ManagerKinds+"/Apply") {
 					return false, name + " not adopted: " + strings.Join(s.managers, ",")
 				}
 			}

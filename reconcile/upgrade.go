@@ -26,6 +26,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
 )
 
@@ -266,7 +267,7 @@ func (r *KindReconciler) revertInGit(ctx context.Context, cr kinds.Object, spec 
 	if d.Upgrade.RevertCommit != "" {
 		return "; the universe repository names " + d.LastGood + " again (commit " + shortSHA(d.Upgrade.RevertCommit) + ")", 0
 	}
-	fromGit := appliedBy(cr, ManagerGitOps)
+	fromGit := apply.AppliedBy(cr, apply.ManagerGitOps)
 	rv := upgrade.RevertDue(*d, asks, fromGit)
 	switch {
 	case !fromGit:
@@ -444,15 +445,15 @@ func (r *KindReconciler) convergePreflight(ctx context.Context, cr kinds.Object,
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	for _, o := range objs {
-		err := r.Upgrades.Client.Create(ctx, o, client.FieldOwner(ManagerUpgrade))
+		err := r.Upgrades.Client.Create(ctx, o, client.FieldOwner(apply.ManagerUpgrade))
 		switch {
 		case err == nil:
-			log.Info("Created pre-flight resource", "object", RefOf(o).String())
+			log.Info("Created pre-flight resource", "object", apply.RefOf(o).String())
 		case apierrors.IsAlreadyExists(err):
 		default:
 			// Without the snapshot the clone never binds and the pod never starts: the
 			// pre-flight deadline fails it closed. Nothing runs against live data.
-			log.Info("Pre-flight resource not created", "object", RefOf(o).String(), "reason", err.Error())
+			log.Info("Pre-flight resource not created", "object", apply.RefOf(o).String(), "reason", err.Error())
 		}
 	}
 	return nil
@@ -482,7 +483,7 @@ func (r *KindReconciler) sweepPreflight(ctx context.Context, cr kinds.Object, ke
 			if err := deletePreflight(ctx, r.Upgrades.Client, o); err != nil {
 				return err
 			}
-			logr.FromContextOrDiscard(ctx).Info("Deleted pre-flight resource", "object", RefOf(o).String())
+			logr.FromContextOrDiscard(ctx).Info("Deleted pre-flight resource", "object", apply.RefOf(o).String())
 		}
 	}
 	return nil
@@ -491,7 +492,7 @@ func (r *KindReconciler) sweepPreflight(ctx context.Context, cr kinds.Object, ke
 func deletePreflight(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
 	err := c.Delete(ctx, o, client.Preconditions{UID: ptrUID(o.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete %s: %w", RefOf(o), err)
+		return fmt.Errorf("delete %s: %w", apply.RefOf(o), err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
 )
 
@@ -71,12 +72,12 @@ func (g *PreflightGC) Sweep(ctx context.Context) int {
 				continue
 			}
 			if err := deletePreflight(ctx, g.Client, o); err != nil {
-				g.Log.Info("Pre-flight collector could not delete", "object", RefOf(o).String(), "error", err.Error())
+				g.Log.Info("Pre-flight collector could not delete", "object", apply.RefOf(o).String(), "error", err.Error())
 				continue
 			}
 			deleted++
 			metricPreflightGC.Inc()
-			g.Log.Info("Collected orphaned pre-flight resource", "object", RefOf(o).String(), "reason", why)
+			g.Log.Info("Collected orphaned pre-flight resource", "object", apply.RefOf(o).String(), "reason", why)
 		}
 	}
 	return deleted

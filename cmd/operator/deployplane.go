@@ -24,11 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
 )
@@ -44,7 +45,7 @@ type planeDeps struct {
 	LeaderElect, Standalone bool
 	RepoURL, Branch         string
 	// GitWriter commits the rollback of a CR from git (nil: none, the rollback answers 501).
-	GitWriter plane.GitWriter
+	GitWriter deploy.GitWriter
 	// Tenancy is the one tenancy rule (--tenant-org-managers): an application's org is its
 	// namespace's. The zero value trusts kinds.DefaultOrgManagers, run's default.
 	Tenancy kinds.Tenancy
@@ -52,8 +53,8 @@ type planeDeps struct {
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
 // plane is enabled without an issuer (or discovery fails): never an open plane.
-func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeDeps, log logr.Logger) error {
-	auth, err := plane.NewAuthenticator(ctx, o.Auth, nil, nil)
+func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d planeDeps, log logr.Logger) error {
+	auth, err := deploy.NewAuthenticator(ctx, o.Auth, nil, nil)
 	if err != nil {
 		return fmt.Errorf("deploy plane: %w", err)
 	}
@@ -71,7 +72,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeD
 		switch {
 		case d.Standalone:
 		case d.Sweeper == nil:
-			return plane.ErrNoSweep
+			return deploy.ErrNoSweep
 		case !d.LeaderElect:
 			d.Sweeper.Trigger().Fire()
 			return nil
@@ -83,16 +84,16 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o plane.Options, d planeD
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		return err == nil
 	}
-	var gitState plane.GitState
+	var gitState deploy.GitState
 	if d.Sweeper != nil {
 		gitState = sweepState{s: d.Sweeper, repoURL: d.RepoURL}
 	}
-	srv, err := plane.New(plane.Config{
+	srv, err := deploy.New(deploy.Config{
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
-		Git: gitState, GitManager: reconcile.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
-		Differ:        crDiffer{d: &reconcile.Differ{Client: direct, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
-		Actions:       &plane.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
+		Git: gitState, GitManager: apply.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
+		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
+		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
 		GitWriter:     d.GitWriter,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
@@ -114,8 +115,8 @@ func repoURL(o *runOptions) string {
 	return o.Git.URL
 }
 
-func versionMessage() plane.VersionMessage {
-	return plane.VersionMessage{Version: version, GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+func versionMessage() deploy.VersionMessage {
+	return deploy.VersionMessage{Version: version, GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH, GitTreeState: "", BuildDate: ""}
 }
 
@@ -138,7 +139,7 @@ type commitReader interface {
 
 type commits struct{ r commitReader }
 
-func (c commits) Metadata(_ context.Context, rev string) (*plane.RevisionMetadata, error) {
+func (c commits) Metadata(_ context.Context, rev string) (*deploy.RevisionMetadata, error) {
 	cm, err := c.r.Commit(rev)
 	if err != nil {
 		return nil, err
@@ -148,12 +149,12 @@ func (c commits) Metadata(_ context.Context, rev string) (*plane.RevisionMetadat
 	if cm.Email != "" {
 		author += " <" + cm.Email + ">"
 	}
-	return &plane.RevisionMetadata{Author: author, Date: &at, Message: cm.Message}, nil
+	return &deploy.RevisionMetadata{Author: author, Date: &at, Message: cm.Message}, nil
 }
 
 // revisionSource describes commits of src when it can (nil otherwise: the route answers
 // from the application's history only).
-func revisionSource(src source.Source) plane.RevisionSource {
+func revisionSource(src source.Source) deploy.RevisionSource {
 	if r, ok := src.(commitReader); ok {
 		return commits{r: r}
 	}
@@ -162,9 +163,9 @@ func revisionSource(src source.Source) plane.RevisionSource {
 
 // crDiffer is the plane's live diff: the builders and server-side dry-run of `operator diff`
 // over a CR read from the cache, children only (the CR itself is the application).
-type crDiffer struct{ d *reconcile.Differ }
+type crDiffer struct{ d *render.Differ }
 
-func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]plane.ChildDiff, error) {
+func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]deploy.ChildDiff, error) {
 	clean := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(),
 		"metadata": map[string]any{"name": cr.GetName(), "namespace": cr.GetNamespace()}}}
 	if l := cr.GetLabels(); len(l) > 0 {
@@ -174,16 +175,16 @@ func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]pl
 		clean.Object["spec"] = spec
 	}
 	file := "cluster " + cr.GetKind() + "/" + cr.GetNamespace() + "/" + cr.GetName()
-	var out []plane.ChildDiff
+	var out []deploy.ChildDiff
 	for _, r := range c.d.Diff(ctx, []source.Object{{File: file, Doc: 1, Obj: clean}}) {
-		if r.Manager != reconcile.ManagerKinds {
+		if r.Manager != apply.ManagerKinds {
 			continue // the CR itself, compared with itself
 		}
-		if r.Action == reconcile.Failed && r.Object.Kind == cr.GetKind() && r.Object.Name == cr.GetName() {
+		if r.Action == apply.Failed && r.Object.Kind == cr.GetKind() && r.Object.Name == cr.GetName() {
 			return nil, r.Err // the CR could not be built or read
 		}
 		gv, _ := schema.ParseGroupVersion(joinGV(r.Object.Group, r.Object.Version))
-		out = append(out, plane.ChildDiff{GVK: gv.WithKind(r.Object.Kind), Namespace: r.Object.Namespace, Name: r.Object.Name,
+		out = append(out, deploy.ChildDiff{GVK: gv.WithKind(r.Object.Kind), Namespace: r.Object.Namespace, Name: r.Object.Name,
 			Live: r.Live, Target: r.Desired, Modified: r.Drifted(), Diff: r.Diff, Err: r.Err})
 	}
 	return out, nil
@@ -202,7 +203,7 @@ type sweepState struct {
 	repoURL string
 }
 
-func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) *plane.GitRecord {
+func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) *deploy.GitRecord {
 	r := g.s.Last()
 	if r == nil {
 		return nil
@@ -210,7 +211,7 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 	for _, res := range r.Results {
 		o := res.Object
 		if o.Group == gvk.Group && o.Kind == gvk.Kind && o.Namespace == namespace && o.Name == name {
-			return &plane.GitRecord{RepoURL: g.repoURL, Revision: r.Revision, File: r.Files[o], Action: string(res.Action), Message: res.Message}
+			return &deploy.GitRecord{RepoURL: g.repoURL, Revision: r.Revision, File: r.Files[o], Action: string(res.Action), Message: res.Message}
 		}
 	}
 	return nil
@@ -220,7 +221,7 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 type deployPlaneOptions struct {
 	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
 	Tenancy                                                kinds.Tenancy
-	Plane                                                  plane.Options
+	Plane                                                  deploy.Options
 	// Git is the universe repository's write path (planegit.go): a rollback of a CR from
 	// git commits there.
 	Git planeGit
@@ -299,4 +300,4 @@ func runDeployPlane(o *deployPlaneOptions) error {
 	return mgr.Start(ctx)
 }
 
-var _ manager.Runnable = (*plane.Server)(nil)
+var _ manager.Runnable = (*deploy.Server)(nil)

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/dir"
 )
@@ -54,9 +54,9 @@ func newDiffCommand() *cobra.Command {
 				return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 			}
 			objs, fileErrs := source.ParseLimited(snap, limits)
-			d := &reconcile.Differ{Client: c, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
+			d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
 			rs := d.Diff(cmd.Context(), objs)
-			if err := reconcile.WriteDiff(cmd.OutOrStdout(), rs); err != nil {
+			if err := render.WriteDiff(cmd.OutOrStdout(), rs); err != nil {
 				return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 			}
 			for _, fe := range fileErrs {
@@ -67,7 +67,7 @@ func newDiffCommand() *cobra.Command {
 					fmt.Fprintln(cmd.ErrOrStderr(), r.Err.Error())
 				}
 			}
-			s := reconcile.Summarize(rs)
+			s := render.Summarize(rs)
 			code := s.ExitCode()
 			if len(fileErrs) > 0 {
 				code = 2
@@ -103,21 +103,21 @@ func diffTakeover(cmd *cobra.Command, group, kubeconfig, namespace string, args 
 	if err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 	}
-	d := &reconcile.Differ{Client: c, Renderer: reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
+	d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
 	rs, err := d.Takeover(cmd.Context(), namespace)
-	if werr := reconcile.WriteTakeover(cmd.OutOrStdout(), rs); werr != nil {
+	if werr := render.WriteTakeover(cmd.OutOrStdout(), rs); werr != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", werr)}
 	}
 	if err != nil {
 		return codedError{code: 2, msg: "diff --takeover: " + err.Error()}
 	}
-	s := reconcile.SummarizeTakeover(rs)
+	s := render.SummarizeTakeover(rs)
 	switch s.ExitCode() {
 	case 0:
 		return nil
 	case 1:
 		return codedError{code: 1, msg: "takeover changes more than field ownership"}
 	default:
-		return codedError{code: 2, msg: fmt.Sprintf("diff --takeover: %d children failed", s[reconcile.ChangeFailed])}
+		return codedError{code: 2, msg: fmt.Sprintf("diff --takeover: %d children failed", s[render.ChangeFailed])}
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -189,7 +189,7 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, af
 	}
 	return mgr.Add(&drive.Apps{
 		Platform: p, Client: direct, Cluster: d.Cluster, Mode: drive.ParseMode(d.Mode), Allow: drive.ParseAllowList(d.Allow),
-		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: reconcile.ManagerGitOps,
+		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: apply.ManagerGitOps,
 		Committer: committer, AfterCommit: afterCommit, Tenancy: o.Tenancy,
 		Recorder: mgr.GetEventRecorder(drive.ManagerDrive), Log: ctrl.Log.WithName("drive"),
 	})

@@ -38,6 +38,7 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -68,7 +69,7 @@ func startManager(t *testing.T, cfg *rest.Config, tenants drive.TenantOptions) c
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range (&reconcile.Applier{Client: c, Manager: "test"}).Apply(context.Background(), crds) {
+	for _, r := range (&apply.Applier{Client: c, Manager: "test"}).Apply(context.Background(), crds) {
 		if r.Err != nil {
 			t.Fatalf("install %s: %v", r.Object, r.Err)
 		}
@@ -219,7 +220,7 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 	}
 	ev := &events{}
 	apps := &drive.Apps{Platform: p, Client: c, Cluster: "fight", Mode: drive.ModeOn, Allow: drive.AllowList{"hanzo/cloud/prod"},
-		RolloutTimeout: 2 * time.Minute, RolloutPoll: 500 * time.Millisecond, GitOpsManager: reconcile.ManagerGitOps,
+		RolloutTimeout: 2 * time.Minute, RolloutPoll: 500 * time.Millisecond, GitOpsManager: apply.ManagerGitOps,
 		Recorder: ev, Log: testr.New(t)}
 	start := time.Now()
 	out, err := apps.Tick(ctx)

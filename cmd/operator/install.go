@@ -20,6 +20,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 )
@@ -90,7 +91,7 @@ func newInstallCommand() *cobra.Command {
 			"--gitops-namespaces and --watch-namespaces, a ClusterRole of cluster-scoped reads; one\n" +
 			"ClusterRole for every namespace only with --gitops-namespaces=* or none), leader-election\n" +
 			"Role and binding, Service (webhook and metrics), Deployment and, with --replicas above 1, a\n" +
-			"PodDisruptionBudget, under the field manager " + reconcile.ManagerInstall + ".\n" +
+			"PodDisruptionBudget, under the field manager " + apply.ManagerInstall + ".\n" +
 			"Idempotent: a second run reports every object in-sync. Prints one line per object.\n\n" +
 			"Every flag of `operator run` is an install flag (but those install sets itself: the\n" +
 			"ports, leader election, the files) and reaches the Deployment as given. Installed\n" +
@@ -126,7 +127,7 @@ func (f *installFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Image, "image", defaultImage(), "Operator container image.")
 	fs.BoolVar(&o.CRDsOnly, "crds-only", false, "Install the CRDs only.")
 	fs.Int32Var(&o.Replicas, "replicas", 1, "Operator replicas; above 1 they elect a leader and get a PodDisruptionBudget.")
-	fs.Int32Var(&o.Shards, "shards", 0, "Add N shard Deployments <operator>-shard<i> (Kind controllers only) for the CRs labelled "+reconcile.ShardLabel+"=shard<i>; the main one skips those.")
+	fs.Int32Var(&o.Shards, "shards", 0, "Add N shard Deployments <operator>-shard<i> (Kind controllers only) for the CRs labelled "+apply.ShardLabel+"=shard<i>; the main one skips those.")
 	fs.StringVar(&o.TokenSecret.Name, "gitops-token-secret", "", "Secret holding the git host token (passed as --gitops-token-file).")
 	fs.StringVar(&o.TokenSecret.Key, "gitops-token-secret-key", "token", "Key of the token in --gitops-token-secret.")
 	fs.StringVar(&o.WebhookSecret.Name, "gitops-webhook-secret", "", "Secret holding the push webhook's HMAC secret (passed as --gitops-webhook-secret-file); required with a git source.")
@@ -209,7 +210,7 @@ func (f *installFlags) complete() error {
 		// new pods of an upgrade elect through the same one
 		var sel string
 		if f.o.Shards > 0 {
-			sel = "!" + reconcile.ShardLabel
+			sel = "!" + apply.ShardLabel
 		}
 		f.o.RunArgs = append(f.o.RunArgs, "--watch-namespaces="+strings.Join(f.o.OwnedNamespaces, ","))
 		if !f.fs.Lookup("leader-election-id").Changed {
@@ -326,7 +327,7 @@ func runInstall(cmd *cobra.Command, f *installFlags) error {
 	failed := 0
 	for _, r := range rs {
 		line := fmt.Sprintf("%s %s", r.Object, r.Action)
-		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+		if r.Action == apply.Failed || r.Action == apply.Denied {
 			line += ": " + r.Message
 			failed++
 		}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestInstallShards: `install --shards 2` renders the main Deployment, which skips sharded
@@ -33,9 +33,9 @@ func TestInstallShards(t *testing.T) {
 		t.Fatalf("%d Deployments, want the main one and 2 shards", len(deps))
 	}
 	want := map[string]struct{ selector, controllers string }{
-		"universe-operator":        {"!" + reconcile.ShardLabel, "kinds,gitops,imageupdate,tenants"},
-		"universe-operator-shard1": {reconcile.ShardLabel + "=shard1", "kinds"},
-		"universe-operator-shard2": {reconcile.ShardLabel + "=shard2", "kinds"},
+		"universe-operator":        {"!" + apply.ShardLabel, "kinds,gitops,imageupdate,tenants"},
+		"universe-operator-shard1": {apply.ShardLabel + "=shard1", "kinds"},
+		"universe-operator-shard2": {apply.ShardLabel + "=shard2", "kinds"},
 	}
 	leases := map[string]string{}
 	for _, d := range deps {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -357,9 +357,9 @@ func TestInstallPrintAccepted(t *testing.T) {
 	if namespaces != 3 {
 		t.Fatalf("%d Namespaces first, want the operator's and the owned apps, data", namespaces)
 	}
-	applied := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
+	applied := (&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
 	for _, r := range applied {
-		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+		if r.Action == apply.Failed || r.Action == apply.Denied {
 			t.Fatalf("%s: %s", r.Object, r.Message)
 		}
 	}
@@ -379,7 +379,7 @@ func TestInstallPrintAccepted(t *testing.T) {
 				continue
 			}
 			n++
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(reconcile.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(apply.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
 				t.Errorf("%s: server-side dry-run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -23,7 +23,7 @@ type installPlaneFlags struct {
 // plane.Options), so a new plane flag reaches the separate plane with no list to keep.
 func planeFlags() []string {
 	pf := pflag.NewFlagSet("deploy-plane", pflag.ContinueOnError)
-	(&plane.Options{}).BindFlags(pf, "")
+	(&deploy.Options{}).BindFlags(pf, "")
 	var names []string
 	pf.VisitAll(func(fl *pflag.Flag) {
 		if fl.Name != "deploy-plane-bind-address" && fl.Name != "deploy-plane-oidc-client-secret-file" {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/dir"
 )
@@ -50,7 +50,7 @@ func newRenderCommand() *cobra.Command {
 			if len(args) != 1 {
 				return codedError{code: 2, msg: "render: one file, directory or - (two arguments only with --from-cluster)"}
 			}
-			return render(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), group, args[0], limits)
+			return renderFile(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), group, args[0], limits)
 		},
 	}
 	cmd.Flags().StringVar(&group, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
@@ -77,19 +77,19 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 	reg := kinds.Builtin()
 	var cr *unstructured.Unstructured
 	if len(args) == 2 {
-		cr, err = reconcile.FetchNetwork(cmd.Context(), c, reg, group, args[0], args[1])
+		cr, err = render.FetchNetwork(cmd.Context(), c, reg, group, args[0], args[1])
 	} else {
-		mapper, merr := reconcile.KindMapper(cfg)
+		mapper, merr := render.KindMapper(cfg)
 		if merr != nil {
 			return codedError{code: 2, msg: fmt.Sprintf("discovery: %v", merr)}
 		}
-		cr, err = reconcile.FetchCR(cmd.Context(), c, mapper, reg, group, namespace, args[0])
+		cr, err = render.FetchCR(cmd.Context(), c, mapper, reg, group, namespace, args[0])
 	}
 	if err != nil {
 		return codedError{code: 2, msg: "render --from-cluster: " + err.Error()}
 	}
-	rd := reconcile.Renderer{Registry: reg, APIGroup: group}.RenderOne(source.Object{Obj: cr, File: "cluster"})
-	if err := reconcile.WriteYAML(cmd.OutOrStdout(), []reconcile.Rendered{rd}); err != nil {
+	rd := render.Renderer{Registry: reg, APIGroup: group}.RenderOne(source.Object{Obj: cr, File: "cluster"})
+	if err := render.WriteYAML(cmd.OutOrStdout(), []render.Rendered{rd}); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 	}
 	if rd.Err != nil {
@@ -98,7 +98,7 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 	return nil
 }
 
-func render(stdout, stderr io.Writer, stdin io.Reader, group, path string, limits source.Limits) error {
+func renderFile(stdout, stderr io.Writer, stdin io.Reader, group, path string, limits source.Limits) error {
 	if err := kinds.ValidateGroup(group); err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
@@ -107,15 +107,15 @@ func render(stdout, stderr io.Writer, stdin io.Reader, group, path string, limit
 		return codedError{code: 2, msg: err.Error()}
 	}
 	objs, fileErrs := source.ParseLimited(snap, limits)
-	rs := reconcile.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
-	if err := reconcile.WriteYAML(stdout, rs); err != nil {
+	rs := render.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
+	if err := render.WriteYAML(stdout, rs); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 	}
 	failed := len(fileErrs)
 	for _, fe := range fileErrs {
 		fmt.Fprintln(stderr, fe.Error())
 	}
-	for _, err := range reconcile.Errors(rs) {
+	for _, err := range render.Errors(rs) {
 		failed++
 		fmt.Fprintln(stderr, err.Error())
 	}

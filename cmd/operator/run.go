@@ -28,9 +28,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openuniverse/operator/drive"
-	"github.com/openuniverse/operator/drive/plane"
+	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
@@ -80,7 +81,7 @@ type runOptions struct {
 	Git    gitclone.Options
 	GitOps gitops.Options
 	Drive  driveOptions
-	Plane  plane.Options
+	Plane  deploy.Options
 	Image  imageOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
@@ -120,7 +121,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
 	fs.StringSliceVar(&o.Shard.Namespaces, "watch-namespaces", nil, "Namespaces whose objects the operator watches and reconciles (the caches of every loop); empty means all.")
-	fs.StringVar(&o.Shard.LabelSelector, "watch-label-selector", "", "Label selector on the CRs the Kind controllers reconcile, e.g. "+reconcile.ShardLabel+"=shard1 for a shard, !"+reconcile.ShardLabel+" for the main operator; empty means all. A shard's Lease is named after it.")
+	fs.StringVar(&o.Shard.LabelSelector, "watch-label-selector", "", "Label selector on the CRs the Kind controllers reconcile, e.g. "+apply.ShardLabel+"=shard1 for a shard, !"+apply.ShardLabel+" for the main operator; empty means all. A shard's Lease is named after it.")
 	fs.StringSliceVar(&o.Tenancy.Managers, "tenant-org-managers", kinds.DefaultOrgManagers,
 		"Field managers whose write of a Namespace's "+kinds.OrgLabel+" label makes it that org's tenant; every loop refuses a CR whose own "+kinds.OrgLabel+" label differs from its namespace's org.")
 	o.GitHub, o.Git, o.GitOps = github.DefaultOptions(), gitclone.DefaultOptions(), gitops.DefaultOptions()
@@ -346,7 +347,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, err
 	}
-	sweeper.Recorder = mgr.GetEventRecorder(reconcile.RecorderGitOps)
+	sweeper.Recorder = mgr.GetEventRecorder(apply.RecorderGitOps)
 	secret, err := o.GitOps.WebhookSecret()
 	switch {
 	case err != nil:

@@ -18,7 +18,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -63,7 +63,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 	if !strings.Contains(out, "CustomResourceDefinition/luxnetworks.lux.network CREATE") {
 		t.Errorf("install --lux-network-kinds applied no lux.network CRD:\n%s", out)
 	}
-	var installed []reconcile.ObjRef
+	var installed []apply.ObjRef
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		ref, _, _ := strings.Cut(line, " ")
 		if !strings.HasPrefix(ref, "CustomResourceDefinition/") && !strings.HasPrefix(ref, "Namespace/") {
@@ -76,12 +76,12 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 
 	// What is not install's: a ConfigMap with its labels written by kubectl, the user's
 	// Secret, another universe's ClusterRole (applied by install), a CR.
-	labels := map[string]any{kinds.LabelName: install.OperatorName, kinds.LabelManagedBy: reconcile.ManagerInstall}
+	labels := map[string]any{kinds.LabelName: install.OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}
 	decoy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "lookalike", "namespace": ns, "labels": labels}, "data": map[string]any{"k": "v"}}}
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": install.OperatorName + ".osage.cloud", "labels": labels}}}
-	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: reconcile.ManagerInstall} {
+	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: apply.ManagerInstall} {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager)); err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	exists := func(ref reconcile.ObjRef) bool {
+	exists := func(ref apply.ObjRef) bool {
 		t.Helper()
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind})
@@ -109,8 +109,8 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		}
 		return err == nil && u.GetDeletionTimestamp() == nil
 	}
-	crdRef := func(name string) reconcile.ObjRef {
-		return reconcile.ObjRef{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: name}
+	crdRef := func(name string) apply.ObjRef {
+		return apply.ObjRef{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: name}
 	}
 	own, kms, shared := crdRef("services."+group), crdRef("kmssecrets.kms."+group), crdRef("")
 	bundle, err := kinds.CRDs(group)
@@ -142,12 +142,12 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		if exists(ref) {
 			t.Errorf("uninstall left %s, which install applied", ref)
 		}
-		if !strings.Contains(out, ref.String()+" "+string(reconcile.Deleted)) {
+		if !strings.Contains(out, ref.String()+" "+string(apply.Deleted)) {
 			t.Errorf("uninstall printed no deletion of %s:\n%s", ref, out)
 		}
 	}
 	for _, obj := range []client.Object{decoy, other, secret, cr} {
-		ref := reconcile.ObjRef{Group: obj.GetObjectKind().GroupVersionKind().Group, Version: obj.GetObjectKind().GroupVersionKind().Version,
+		ref := apply.ObjRef{Group: obj.GetObjectKind().GroupVersionKind().Group, Version: obj.GetObjectKind().GroupVersionKind().Version,
 			Kind: obj.GetObjectKind().GroupVersionKind().Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if ref.Kind == "" {
 			ref.Version, ref.Kind = "v1", "Secret"
@@ -156,7 +156,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 			t.Errorf("uninstall deleted %s, which is not install's", ref)
 		}
 	}
-	for _, ref := range []reconcile.ObjRef{{Version: "v1", Kind: "Namespace", Name: ns}, own, kms} {
+	for _, ref := range []apply.ObjRef{{Version: "v1", Kind: "Namespace", Name: ns}, own, kms} {
 		if !exists(ref) {
 			t.Errorf("uninstall without --crds deleted %s", ref)
 		}
@@ -172,12 +172,12 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("uninstall --crds with no CR: exit %d %s\n%s", code, stderr, out)
 	}
-	for _, ref := range []reconcile.ObjRef{own, kms} {
+	for _, ref := range []apply.ObjRef{own, kms} {
 		if exists(ref) {
 			t.Errorf("uninstall --crds left %s", ref)
 		}
 	}
-	for _, ref := range []reconcile.ObjRef{shared, crdRef("luxnetworks.lux.network")} {
+	for _, ref := range []apply.ObjRef{shared, crdRef("luxnetworks.lux.network")} {
 		if !exists(ref) || !strings.Contains(out, ref.String()+" KEPT: shared with the install of osage.cloud") {
 			t.Errorf("uninstall --crds deleted %s, which the osage.cloud install shares:\n%s", ref, out)
 		}
@@ -185,10 +185,10 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 }
 
 // parseRef reads Kind/namespace/name or Kind/name, the apiVersion from the Kinds install applies.
-func parseRef(t *testing.T, s string) reconcile.ObjRef {
+func parseRef(t *testing.T, s string) apply.ObjRef {
 	t.Helper()
 	parts := strings.Split(s, "/")
-	ref := reconcile.ObjRef{Kind: parts[0], Name: parts[len(parts)-1]}
+	ref := apply.ObjRef{Kind: parts[0], Name: parts[len(parts)-1]}
 	if len(parts) == 3 {
 		ref.Namespace = parts[1]
 	}

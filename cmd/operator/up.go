@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source/dir"
@@ -27,7 +27,7 @@ func newUpCommand() *cobra.Command {
 			"--upgrade-fsm), then apply the manifests under DIR through the git sweep's own path: the\n" +
 			"same scope (--gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds), the same plan\n" +
 			"(CRDs, then Namespaces, then the rest; malformed files and objects out of scope skipped by\n" +
-			"name), the same server-side apply under the field manager " + reconcile.ManagerGitOps + ".\n" +
+			"name), the same server-side apply under the field manager " + apply.ManagerGitOps + ".\n" +
 			"Nothing is ever deleted. Prints one line per object (CREATE, UPDATE or in-sync), one per\n" +
 			"skip, and a summary. Exit status 1 when anything failed or was skipped.",
 		Args: cobra.NoArgs,
@@ -67,7 +67,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 	rs, err := install.Installer{Client: c, Registry: kinds.Builtin()}.Install(ctx, o)
 	for _, r := range rs {
 		fmt.Fprintf(out, "install %s %s%s\n", r.Object, r.Action, failureMessage(r))
-		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+		if r.Action == apply.Failed || r.Action == apply.Denied {
 			err = fmt.Errorf("install: %s %s", r.Object, r.Action)
 		}
 	}
@@ -108,8 +108,8 @@ func printUp(out io.Writer, dir string, rep *gitops.Report) error {
 	return nil
 }
 
-func failureMessage(r reconcile.Result) string {
-	if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+func failureMessage(r apply.Result) string {
+	if r.Action == apply.Failed || r.Action == apply.Denied {
 		return ": " + r.Message
 	}
 	return ""

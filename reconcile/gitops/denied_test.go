@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestSweepReportsDenialsApart: under an identity that may not write
@@ -66,18 +66,18 @@ func TestSweepReportsDenialsApart(t *testing.T) {
 	if r.Summary != want {
 		t.Errorf("summary: %+v, want %+v", r.Summary, want)
 	}
-	byName := map[string]reconcile.Result{}
+	byName := map[string]apply.Result{}
 	for _, res := range r.Results {
 		byName[res.Object.Name] = res
 	}
-	if d := byName["denied"]; d.Action != reconcile.Denied || !strings.Contains(d.Message, "grant verbs [get patch] on apiGroup \"\" kind Secret in namespace "+ns) {
+	if d := byName["denied"]; d.Action != apply.Denied || !strings.Contains(d.Message, "grant verbs [get patch] on apiGroup \"\" kind Secret in namespace "+ns) {
 		t.Errorf("Secret: %+v, want Denied naming the missing grant", d)
 	}
-	if b := byName["bad"]; b.Action != reconcile.Failed || !strings.Contains(b.Message, "Not A Valid Key!") {
+	if b := byName["bad"]; b.Action != apply.Failed || !strings.Contains(b.Message, "Not A Valid Key!") {
 		t.Errorf("invalid ConfigMap: %+v, want Failed naming the bad key", b)
 	}
 	for _, name := range []string{ns, "good", "unwatched"} {
-		if byName[name].Action != reconcile.Created {
+		if byName[name].Action != apply.Created {
 			t.Errorf("%s: %+v, want Created", name, byName[name])
 		}
 	}

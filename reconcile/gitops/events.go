@@ -5,14 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // Event reasons the sweep records on the objects it applies (declared with the others in
 // reconcile/names.go).
 const (
-	EventDriftReverted = reconcile.EventDriftReverted // Warning: someone else had changed the object
-	EventApplyFailed   = reconcile.EventApplyFailed   // Warning: the apiserver refused the object
+	EventDriftReverted = apply.EventDriftReverted // Warning: someone else had changed the object
+	EventApplyFailed   = apply.EventApplyFailed   // Warning: the apiserver refused the object
 )
 
 // emitEvents records a Kubernetes Event on each object whose drift the sweep reverted,
@@ -23,9 +23,9 @@ func (s *Sweeper) emitEvents(r *Report) {
 	if s.Recorder == nil {
 		return
 	}
-	items := make(map[reconcile.ObjRef]*item, len(s.items))
+	items := make(map[apply.ObjRef]*item, len(s.items))
 	for _, it := range s.items {
-		items[reconcile.RefOf(it.Object)] = it
+		items[apply.RefOf(it.Object)] = it
 	}
 	for _, res := range r.Results {
 		it, ok := items[res.Object]
@@ -42,11 +42,11 @@ func (s *Sweeper) emitEvents(r *Report) {
 			}
 		}
 		switch {
-		case res.Action == reconcile.Updated && len(res.DriftedBy) > 0:
-			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, reconcile.ActionApply,
+		case res.Action == apply.Updated && len(res.DriftedBy) > 0:
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, apply.ActionApply,
 				"reverted to git revision %s (changed by %s)", short(r.Revision), strings.Join(res.DriftedBy, ", "))
-		case res.Action == reconcile.Failed || res.Action == reconcile.Denied:
-			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, reconcile.ActionApply,
+		case res.Action == apply.Failed || res.Action == apply.Denied:
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, apply.ActionApply,
 				"git revision %s not applied: %s", short(r.Revision), res.Message)
 		}
 	}

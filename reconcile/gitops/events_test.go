@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/events"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestEventForAKindNoAPIServes: an object whose kind no API serves fails by name and gets
@@ -29,7 +29,7 @@ func TestEventForAKindNoAPIServes(t *testing.T) {
 		if r.Error != "" || r.Summary.Errors != 1 || r.Summary.Created+r.Summary.InSync != 2 {
 			t.Fatalf("sweep %d: %s %+v, want the Gizmo failed and the rest applied", i, r.Error, r.Summary)
 		}
-		if pub := r.Public(); !slices.ContainsFunc(pub.Results, func(res reconcile.Result) bool {
+		if pub := r.Public(); !slices.ContainsFunc(pub.Results, func(res apply.Result) bool {
 			return res.Object.Kind == "Gizmo" && strings.HasPrefix(res.Message, "gizmo.yaml: no API serves")
 		}) {
 			t.Errorf("sweep %d: GET /gitops results %+v, want the Gizmo failed by file", i, pub.Results)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // impersonator holds the git path's clients as --gitops-service-account: in each target
@@ -27,7 +27,7 @@ type impersonator struct {
 }
 
 type tenantClients struct {
-	applier *reconcile.Applier
+	applier *apply.Applier
 	meta    metadata.Interface
 	err     error
 }
@@ -62,13 +62,13 @@ func (im *impersonator) get(ns string) *tenantClients {
 		tc.err = fmt.Errorf("gitops metadata client as %s: %w", im.User(ns), err)
 		return tc
 	}
-	tc.applier = &reconcile.Applier{Client: NeverDelete(c), Manager: reconcile.ManagerGitOps, Concurrency: 1}
+	tc.applier = &apply.Applier{Client: NeverDelete(c), Manager: apply.ManagerGitOps, Concurrency: 1}
 	return tc
 }
 
 // applierFor is the applier of one object: as the namespace's ServiceAccount with
 // --gitops-service-account, else (and for cluster-scoped objects) the operator's.
-func (s *Sweeper) applierFor(it *item) (*reconcile.Applier, error) {
+func (s *Sweeper) applierFor(it *item) (*apply.Applier, error) {
 	if s.as == nil || it.key.Namespace == "" || it.mapping == nil || it.mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return s.applier, nil
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestSweepAsTenantServiceAccount is Flux's multi-tenancy lockdown as an attack: the
@@ -65,21 +65,21 @@ func TestSweepAsTenantServiceAccount(t *testing.T) {
 	if r.Error != "" {
 		t.Fatal(r.Error)
 	}
-	byName := map[string]reconcile.Result{}
+	byName := map[string]apply.Result{}
 	for _, res := range r.Results {
 		byName[res.Object.Name] = res
 	}
-	if a := byName[ns].Action; a != reconcile.Updated { // the operator's own write: it existed, git adds a label
+	if a := byName[ns].Action; a != apply.Updated { // the operator's own write: it existed, git adds a label
 		t.Errorf("Namespace: %s, want Updated", a)
 	}
 	for _, name := range []string{"allowed", "also-allowed"} {
-		if byName[name].Action != reconcile.Created {
+		if byName[name].Action != apply.Created {
 			t.Errorf("%s: %s %s, want Created", name, byName[name].Action, byName[name].Message)
 		}
 	}
 	for _, name := range []string{"planted", "escalate"} {
 		res := byName[name]
-		if res.Action != reconcile.Denied || !strings.Contains(res.Message, "system:serviceaccount:"+ns+":"+sa) {
+		if res.Action != apply.Denied || !strings.Contains(res.Message, "system:serviceaccount:"+ns+":"+sa) {
 			t.Errorf("%s: %s %q, want Denied naming the ServiceAccount", name, res.Action, res.Message)
 		}
 		if f := r.Files[res.Object]; f != "crs/mixed.yaml" {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -29,17 +29,17 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 		Message: "admission webhook \"x\" denied the request: value " + leak + " is not allowed"}}
 	sw := &Sweeper{}
 	sw.last = &Report{
-		Results: []reconcile.Result{
-			{Object: reconcile.ObjRef{Kind: "Secret", Namespace: "a", Name: "db"}, Action: reconcile.Failed, Err: invalid, Message: invalid.Error()},
-			{Object: reconcile.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "c"}, Action: reconcile.Failed, Err: denied, Message: denied.Error()},
-			{Object: reconcile.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "n"}, Action: reconcile.Failed, Err: fmt.Errorf("no API serves x"), Message: "no API serves x"},
+		Results: []apply.Result{
+			{Object: apply.ObjRef{Kind: "Secret", Namespace: "a", Name: "db"}, Action: apply.Failed, Err: invalid, Message: invalid.Error()},
+			{Object: apply.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "c"}, Action: apply.Failed, Err: denied, Message: denied.Error()},
+			{Object: apply.ObjRef{Kind: "ConfigMap", Namespace: "a", Name: "n"}, Action: apply.Failed, Err: fmt.Errorf("no API serves x"), Message: "no API serves x"},
 		},
 		Skips: []Skip{{File: "bad.yaml", Reason: ReasonUnparseable,
 			Message: "not applied, none of this file is: malformed yaml: yaml: line 4: invalid map key: map[interface {}]interface {}{\"" + leak + "\":1}"},
 			fileSkip(source.FileError{File: "big.yaml", Err: source.TooLarge(20<<20, 10<<20)}),
 			fileSkip(source.FileError{File: "wide.yaml", Err: fmt.Errorf("%w: %w", source.ErrMalformed, source.ErrNotUTF8)}),
 		},
-		Files: map[reconcile.ObjRef]string{{Kind: "Secret", Namespace: "a", Name: "db"}: "crs/db.yaml"},
+		Files: map[apply.ObjRef]string{{Kind: "Secret", Namespace: "a", Name: "db"}: "crs/db.yaml"},
 	}
 	rec := httptest.NewRecorder()
 	sw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/gitops", nil))
@@ -77,7 +77,7 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 func TestManagerLabelIsBounded(t *testing.T) {
 	for in, want := range map[string]string{
 		"kubectl-client-side-apply": "kubectl", "kubectl-edit": "kubectl", "kubectl": "kubectl",
-		"helm": "helm", reconcile.ManagerKinds: reconcile.ManagerKinds,
+		"helm": "helm", apply.ManagerKinds: apply.ManagerKinds,
 		"evil-" + strings.Repeat("x", 100): "other", "": "other",
 	} {
 		if got := ManagerLabel(in); got != want {

@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // Report is the outcome of one sweep, as logged, counted and served at
@@ -37,11 +37,11 @@ type Report struct {
 	Summary Summary `json:"summary"`
 	// Results has one entry per applied object, in plan order; objects the
 	// idle check found in sync are in-sync without an apply.
-	Results []reconcile.Result `json:"results,omitempty"`
-	Skips   []Skip             `json:"skips,omitempty"`
+	Results []apply.Result `json:"results,omitempty"`
+	Skips   []Skip         `json:"skips,omitempty"`
 	// Files names the file each planned object came from (the deploy plane's rollback
 	// commits there); not served.
-	Files map[reconcile.ObjRef]string `json:"-"`
+	Files map[apply.ObjRef]string `json:"-"`
 	// Error says why the sweep stopped early (head, snapshot); it applied
 	// nothing then, and retries on the next tick.
 	Error string `json:"error,omitempty"`
@@ -86,17 +86,17 @@ func (r Reason) OutOfScope() bool {
 }
 
 // Summarize counts results and skips. It is pure.
-func Summarize(files, refetched, applied int, results []reconcile.Result, skips []Skip) Summary {
+func Summarize(files, refetched, applied int, results []apply.Result, skips []Skip) Summary {
 	s := Summary{Files: files, Refetched: refetched, Applied: applied}
 	for _, r := range results {
 		switch r.Action {
-		case reconcile.Created:
+		case apply.Created:
 			s.Created++
-		case reconcile.Updated:
+		case apply.Updated:
 			s.Updated++
-		case reconcile.InSync:
+		case apply.InSync:
 			s.InSync++
-		case reconcile.Denied:
+		case apply.Denied:
 			s.Denied++
 		default:
 			s.Errors++
@@ -114,21 +114,21 @@ func Summarize(files, refetched, applied int, results []reconcile.Result, skips 
 
 // logReport writes one line per object and per skip, then the summary.
 // Messages are constant; no object content is ever logged.
-func logReport(log logr.Logger, r *Report, files map[reconcile.ObjRef]string) {
+func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 	for _, res := range r.Results {
 		kv := []any{"object", res.Object.String(), "action", res.Action, "file", files[res.Object], "revision", r.Revision}
 		switch res.Action {
-		case reconcile.Created:
+		case apply.Created:
 			log.Info("Created object", kv...)
-		case reconcile.Updated:
+		case apply.Updated:
 			if len(res.DriftedBy) == 0 { // git changed it, or a writer we cannot name
 				log.Info("Updated object", kv...)
 				continue
 			}
 			log.Info("Reverted drift", append(kv, "driftedBy", res.DriftedBy)...)
-		case reconcile.InSync:
+		case apply.InSync:
 			log.V(1).Info("In sync", kv...)
-		case reconcile.Denied:
+		case apply.Denied:
 			log.Info("Apply denied, widen the operator's RBAC or narrow GITOPS_NAMESPACES", append(kv, "grant", res.Message)...)
 		default:
 			log.Info("Apply failed, retrying on the next sweep", append(kv, "error", res.Message)...)
@@ -238,10 +238,10 @@ func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (r Report) Public() Report {
 	r.Results = slices.Clone(r.Results)
 	for i, res := range r.Results {
-		if res.Action == reconcile.Failed && res.Err != nil {
+		if res.Action == apply.Failed && res.Err != nil {
 			r.Results[i].Message = publicError(res.Err, res.Message)
 		}
-		if f := r.Files[res.Object]; f != "" && (res.Action == reconcile.Failed || res.Action == reconcile.Denied) {
+		if f := r.Files[res.Object]; f != "" && (res.Action == apply.Failed || res.Action == apply.Denied) {
 			r.Results[i].Message = f + ": " + r.Results[i].Message // the file to fix
 		}
 		r.Results[i].Err = nil
@@ -290,7 +290,7 @@ func publicError(err error, msg string) string {
 // knownManagers are the field managers named in the drift metric; any other
 // is "other", so a writer cannot mint label values (each a new time series).
 var knownManagers = []string{
-	reconcile.ManagerKinds, reconcile.ManagerGitOps, "kube-controller-manager", "kube-scheduler",
+	apply.ManagerKinds, apply.ManagerGitOps, "kube-controller-manager", "kube-scheduler",
 	"helm", "argocd-controller", "kustomize-controller", "helm-controller", "flux-client-side-apply",
 }
 

@@ -25,7 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -41,8 +41,8 @@ type Sweeper struct {
 
 	src      source.Source
 	scope    Scope
-	applier  *reconcile.Applier // the operator's own: Namespaces, CRDs, and all without --gitops-service-account
-	as       *impersonator      // nil: no --gitops-service-account
+	applier  *apply.Applier // the operator's own: Namespaces, CRDs, and all without --gitops-service-account
+	as       *impersonator  // nil: no --gitops-service-account
 	mapper   resettableMapper
 	tracker  *tracker
 	trig     *Trigger
@@ -62,7 +62,7 @@ type Sweeper struct {
 	skips   []Skip
 
 	mu       sync.Mutex // guards records, inflight and last; watch events read them
-	records  map[key]*Record
+	records  map[key]*apply.Record
 	inflight map[key]bool
 	last     *Report
 }
@@ -125,9 +125,9 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	}
 	s := &Sweeper{
 		src: src, scope: scope, mapper: mapper, trig: NewTrigger(),
-		applier:  &reconcile.Applier{Client: c, Manager: reconcile.ManagerGitOps, Concurrency: 1},
+		applier:  &apply.Applier{Client: c, Manager: apply.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
-		records: map[key]*Record{}, inflight: map[key]bool{},
+		records: map[key]*apply.Record{}, inflight: map[key]bool{},
 	}
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
@@ -225,9 +225,9 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 		r.Error = err.Error()
 		log.Error(err, "Sweep failed, retrying on the next tick", "revision", r.Revision)
 	} else {
-		files := make(map[reconcile.ObjRef]string, len(s.items))
+		files := make(map[apply.ObjRef]string, len(s.items))
 		for _, it := range s.items {
-			files[reconcile.RefOf(it.Object)] = it.File
+			files[apply.RefOf(it.Object)] = it.File
 		}
 		r.Files = files
 		logReport(log, &r, files)
@@ -271,7 +271,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 	all, applied := s.applyStaged(ctx, stale)
 	since(&ph.Apply)
 	// The objects the RESTMapping refused are skips, not results.
-	results := make([]reconcile.Result, 0, len(all))
+	results := make([]apply.Result, 0, len(all))
 	skips := s.skips
 	var refused []Skip
 	for i, it := range s.items {
@@ -338,7 +338,7 @@ func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []sourc
 		if p != nil && p.Object == a.Object {
 			it.digest = p.digest // the parse cache's object: its file did not change
 		} else {
-			it.digest = Digest(a.Object)
+			it.digest = apply.Digest(a.Object)
 		}
 		if p != nil && p.Object.GetAPIVersion() == a.Object.GetAPIVersion() {
 			it.mapping = p.mapping
@@ -413,12 +413,12 @@ func (s *Sweeper) stale() []bool {
 			continue
 		}
 		m, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
-		live := Live{Watched: watched, Fingerprint: Fingerprint(m)}
+		live := apply.Live{Watched: watched, Fingerprint: apply.Fingerprint(m, s.applier.Manager)}
 		rec := s.records[it.key]
 		if rec != nil && watched && live.Fingerprint == rec.After {
 			rec.Seen = true
 		}
-		out[i] = Stale(it.digest, rec, live, now)
+		out[i], _ = apply.Stale(it.digest, rec, live, now)
 	}
 	return out
 }
@@ -427,8 +427,8 @@ func (s *Sweeper) stale() []bool {
 // plan orders them first), then, after waiting for changed CRDs to be
 // established and resetting the mapper, the rest. It returns one result per
 // item and how many objects it sent.
-func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]reconcile.Result, int) {
-	results := make([]reconcile.Result, len(s.items))
+func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]apply.Result, int) {
+	results := make([]apply.Result, len(s.items))
 	first := 0
 	for first < len(s.items) && (s.items[first].key.GroupKind == crdKind || s.items[first].key.GroupKind == namespaceKind) {
 		first++
@@ -437,7 +437,7 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]reconcile.Re
 	var changed []*item
 	for i, it := range s.items[:first] {
 		a := results[i].Action
-		if it.key.GroupKind == crdKind && (a == reconcile.Created || a == reconcile.Updated) {
+		if it.key.GroupKind == crdKind && (a == apply.Created || a == apply.Updated) {
 			changed = append(changed, it)
 		}
 	}
@@ -457,24 +457,24 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]reconcile.Re
 
 // applyRange applies the stale items concurrently; one failure never stops
 // the others.
-func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, results []reconcile.Result) int {
+func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, results []apply.Result) int {
 	var todo []int
 	for i, it := range items {
-		ref := reconcile.RefOf(it.Object)
+		ref := apply.RefOf(it.Object)
 		switch {
 		case it.refused != nil:
 			continue // reported as a skip
 		case !stale[i]:
-			results[i] = reconcile.Result{Object: ref, Action: reconcile.InSync}
+			results[i] = apply.Result{Object: ref, Action: apply.InSync}
 			continue
 		case it.mapping == nil:
 			err := fmt.Errorf("no API serves %s (is its CustomResourceDefinition installed?): %w", it.Object.GroupVersionKind(), it.mapErr)
-			results[i] = reconcile.Result{Object: ref, Action: reconcile.Failed, Err: err, Message: err.Error()}
+			results[i] = apply.Result{Object: ref, Action: apply.Failed, Err: err, Message: err.Error()}
 			continue
 		}
 		todo = append(todo, i)
 	}
-	reconcile.FanOut(len(todo), s.workers, func(k int) { results[todo[k]] = s.applyOne(ctx, items[todo[k]]) })
+	apply.FanOut(len(todo), s.workers, func(k int) { results[todo[k]] = s.applyOne(ctx, items[todo[k]]) })
 	for i, it := range items {
 		if stale[i] && it.mapping != nil && (apierrors.IsNotFound(results[i].Err) || meta.IsNoMatchError(results[i].Err)) {
 			it.mapping = nil // the kind went away (its CRD was deleted?): resolve it again next sweep
@@ -485,35 +485,35 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 
 // applyOne applies one object with a single request when the watch knows
 // its live state, else through the get-and-dry-run path, and records it.
-func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
+func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 	ctx = quiet(ctx)
 	s.mu.Lock()
 	s.inflight[it.key] = true
 	s.mu.Unlock()
 	live, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
-	var res reconcile.Result
-	rec := &Record{Digest: it.digest, Before: Fingerprint(live)}
+	var res apply.Result
+	rec := &apply.Record{Digest: it.digest, Before: apply.Fingerprint(live, s.applier.Manager)}
 	applier, err := s.applierFor(it)
 	switch {
 	case err != nil:
-		res = reconcile.Result{Object: reconcile.RefOf(it.Object), Action: reconcile.Failed, Err: err, Message: err.Error()}
+		res = apply.Result{Object: apply.RefOf(it.Object), Action: apply.Failed, Err: err, Message: err.Error()}
 	case watched:
 		var after *unstructured.Unstructured
 		res, after = applier.ApplyKnown(ctx, it.Object, live)
 		if after != nil {
-			rec.After = Fingerprint(after)
+			rec.After = apply.Fingerprint(after, s.applier.Manager)
 		}
 	default:
 		res = applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]
 	}
-	if res.Action == reconcile.Denied && applier != s.applier {
+	if res.Action == apply.Denied && applier != s.applier {
 		res.Message += " (applied as " + s.as.User(it.key.Namespace) + ", --gitops-service-account: grant it in that namespace)"
 	}
-	rec.OK = res.Action != reconcile.Failed && res.Action != reconcile.Denied
+	rec.OK = res.Action != apply.Failed && res.Action != apply.Denied
 	rec.At = s.now()
 	// The watch may have delivered our write already, while it was in
 	// flight and observe ignored it: the cache is updated before handlers run.
-	if now, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && rec.After != "" && Fingerprint(now) == rec.After {
+	if now, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && rec.After != "" && apply.Fingerprint(now, s.applier.Manager) == rec.After {
 		rec.Seen = true
 	}
 	s.mu.Lock()
@@ -527,7 +527,7 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) reconcile.Result {
 // away from what we applied, it fires the trigger so the correction is
 // prompt. Our own writes (in flight, or matching the record) do not fire.
 func (s *Sweeper) observe(k key, m metav1.Object) {
-	fp := Fingerprint(m)
+	fp := apply.Fingerprint(m, s.applier.Manager)
 	s.mu.Lock()
 	rec := s.records[k]
 	if rec == nil || s.inflight[k] {
@@ -537,7 +537,7 @@ func (s *Sweeper) observe(k key, m metav1.Object) {
 	if fp == rec.After {
 		rec.Seen = true
 	}
-	stale := Stale(rec.Digest, rec, Live{Watched: true, Fingerprint: fp}, s.now())
+	stale, _ := apply.Stale(rec.Digest, rec, apply.Live{Watched: true, Fingerprint: fp}, s.now())
 	s.mu.Unlock()
 	if stale {
 		s.trig.Fire()
@@ -554,7 +554,7 @@ func (s *Sweeper) waitEstablished(ctx context.Context, crds []*item) {
 	for _, it := range crds {
 		names = append(names, it.key.Name)
 	}
-	_ = reconcile.WaitEstablished(ctx, s.applier.Client, names, 200*time.Millisecond) // see above
+	_ = apply.WaitEstablished(ctx, s.applier.Client, names, 200*time.Millisecond) // see above
 }
 
 // quiet strips the logger from the context of apiserver calls: client-go

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -148,7 +148,7 @@ func TestSweepIsFreeWhenIdle(t *testing.T) {
 	}
 	fired("an out-of-band edit", true)
 	r, got = sweep("correction")
-	want := reconcile.Result{Object: reconcile.RefOf(edited), Action: reconcile.Updated, DriftedBy: []string{"kubectl-edit"}}
+	want := apply.Result{Object: apply.RefOf(edited), Action: apply.Updated, DriftedBy: []string{"kubectl-edit"}}
 	if total(got) != 1 || r.Summary.Updated != 1 || !containsResult(r.Results, want) {
 		t.Errorf("correction: %d requests %v, %+v; want one apply reverting kubectl-edit", total(got), got, r.Summary)
 	}
@@ -218,7 +218,7 @@ func TestSweepIsFreeWhenIdle(t *testing.T) {
 	}
 }
 
-func containsResult(rs []reconcile.Result, want reconcile.Result) bool {
+func containsResult(rs []apply.Result, want apply.Result) bool {
 	for _, r := range rs {
 		r.Err = nil
 		if cmp.Equal(r, want, cmpopts.EquateEmpty()) {

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // The operator's own objects.
@@ -75,8 +75,8 @@ type InstallOptions struct {
 	// WebhookSecretFile and passed as --gitops-webhook-secret-file.
 	WebhookSecret SecretKey
 	// Shards, when above 0, adds that many Deployments <operator>-shard<i> that run only the
-	// Kind controllers for the CRs labelled reconcile.ShardLabel=shard<i>, each with its own
-	// Lease; the main Deployment then skips those CRs (!reconcile.ShardLabel).
+	// Kind controllers for the CRs labelled apply.ShardLabel=shard<i>, each with its own
+	// Lease; the main Deployment then skips those CRs (!apply.ShardLabel).
 	Shards int32
 	// DriveTokenSecret holds the platform's Bearer token of the apps drive loop: mounted at
 	// DriveTokenFile and passed as --drive-token-file.
@@ -156,12 +156,12 @@ type Installer struct {
 // then the Deployment. It returns one Result per
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
-func (i Installer) Install(ctx context.Context, o InstallOptions) ([]reconcile.Result, error) {
+func (i Installer) Install(ctx context.Context, o InstallOptions) ([]apply.Result, error) {
 	crds, err := installCRDs(o)
 	if err != nil {
 		return nil, err
 	}
-	a := &reconcile.Applier{Client: i.Client, Manager: reconcile.ManagerInstall}
+	a := &apply.Applier{Client: i.Client, Manager: apply.ManagerInstall}
 	results, pending := i.applyCRDs(ctx, a, crds)
 	if err := i.waitEstablished(ctx, pending); err != nil {
 		return results, err
@@ -193,14 +193,14 @@ const crdConcurrency = 8
 // an apply that changes nothing leaves as it is), and the apply returns it with its status,
 // so only CRDs not yet Established are named for the wait. Without the list (RBAC), it
 // falls back to the get-and-dry-run path.
-func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*unstructured.Unstructured) ([]reconcile.Result, []string) {
+func (i Installer) applyCRDs(ctx context.Context, a *apply.Applier, crds []*unstructured.Unstructured) ([]apply.Result, []string) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(apiextensionsGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
 	if err := i.Client.List(ctx, list); err != nil {
 		results := a.Apply(ctx, crds)
 		var pending []string
 		for n, r := range results {
-			if r.Action != reconcile.Failed && r.Action != reconcile.Denied {
+			if r.Action != apply.Failed && r.Action != apply.Denied {
 				pending = append(pending, crds[n].GetName())
 			}
 		}
@@ -210,25 +210,25 @@ func (i Installer) applyCRDs(ctx context.Context, a *reconcile.Applier, crds []*
 	for n := range list.Items {
 		live[list.Items[n].GetName()] = &list.Items[n]
 	}
-	results := make([]reconcile.Result, len(crds))
+	results := make([]apply.Result, len(crds))
 	served := make([]bool, len(crds))
-	reconcile.FanOut(len(crds), crdConcurrency, func(n int) {
+	apply.FanOut(len(crds), crdConcurrency, func(n int) {
 		crd := crds[n]
 		var before metav1.Object // an untyped nil when the CRD is new
 		if m := live[crd.GetName()]; m != nil {
 			if inBundle(m, crd) {
-				results[n], served[n] = reconcile.Result{Object: reconcile.RefOf(crd), Action: reconcile.InSync}, true
+				results[n], served[n] = apply.Result{Object: apply.RefOf(crd), Action: apply.InSync}, true
 				return
 			}
 			before = m
 		}
 		var after *unstructured.Unstructured
 		results[n], after = a.ApplyKnown(ctx, crd, before)
-		served[n] = after != nil && reconcile.Established(after)
+		served[n] = after != nil && apply.Established(after)
 	})
 	var pending []string
 	for n, r := range results {
-		if r.Action != reconcile.Failed && r.Action != reconcile.Denied && !served[n] {
+		if r.Action != apply.Failed && r.Action != apply.Denied && !served[n] {
 			pending = append(pending, crds[n].GetName())
 		}
 	}
@@ -242,11 +242,11 @@ func inBundle(live, want *unstructured.Unstructured) bool {
 		return false
 	}
 	for _, e := range live.GetManagedFields() {
-		if e.Subresource == "" && e.Manager != reconcile.ManagerInstall {
+		if e.Subresource == "" && e.Manager != apply.ManagerInstall {
 			return false
 		}
 	}
-	return reconcile.Established(live)
+	return apply.Established(live)
 }
 
 // waitEstablished polls the named CRDs until each is Established.
@@ -260,7 +260,7 @@ func (i Installer) waitEstablished(ctx context.Context, names []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return reconcile.WaitEstablished(ctx, i.Client, names, 250*time.Millisecond)
+	return apply.WaitEstablished(ctx, i.Client, names, 250*time.Millisecond)
 }
 
 // CRDObjects returns the CRD bundle of group as objects to apply.
@@ -362,7 +362,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 		args = append(args, "--controllers="+strings.Join(o.Controllers, ","))
 	}
 	if o.Shards > 0 {
-		args = append(args, "--watch-label-selector=!"+reconcile.ShardLabel) // the shards reconcile those
+		args = append(args, "--watch-label-selector=!"+apply.ShardLabel) // the shards reconcile those
 	}
 	args = append(args, o.RunArgs...)
 	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
@@ -469,7 +469,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 }
 
 // ShardDeployment returns the Deployment of shard i (from 1): <operator>-shard<i>, the Kind
-// controllers only, for the CRs labelled reconcile.ShardLabel=shard<i>, electing its leader
+// controllers only, for the CRs labelled apply.ShardLabel=shard<i>, electing its leader
 // through a Lease of its own (named by `operator run` after the selector). Its pods carry
 // instance <operator>-shard<i>, so neither the main Deployment nor its Service selects them.
 func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
@@ -492,7 +492,7 @@ func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	d.Spec.Selector.MatchLabels = sel
 	d.Spec.Template.Labels = maps.Clone(sel)
 	c := &d.Spec.Template.Spec.Containers[0]
-	c.Args = append(c.Args, fmt.Sprintf("--watch-label-selector=%s=shard%d", reconcile.ShardLabel, i))
+	c.Args = append(c.Args, fmt.Sprintf("--watch-label-selector=%s=shard%d", apply.ShardLabel, i))
 	return d
 }
 
@@ -571,7 +571,7 @@ func operatorLabels() map[string]string {
 	return map[string]string{
 		kinds.LabelName:      OperatorName,
 		kinds.LabelInstance:  OperatorName,
-		kinds.LabelManagedBy: reconcile.ManagerInstall,
+		kinds.LabelManagedBy: apply.ManagerInstall,
 	}
 }
 

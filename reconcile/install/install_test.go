@@ -21,7 +21,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -54,10 +54,10 @@ func waitEstablished(t *testing.T, c client.Client, objs []*unstructured.Unstruc
 	}
 }
 
-func failures(rs []reconcile.Result) []string {
+func failures(rs []apply.Result) []string {
 	var out []string
 	for _, r := range rs {
-		if r.Action == reconcile.Failed || r.Action == reconcile.Denied {
+		if r.Action == apply.Failed || r.Action == apply.Denied {
 			out = append(out, r.Object.String()+": "+r.Message)
 		}
 	}
@@ -80,7 +80,7 @@ func TestCRDsBundleAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := (&reconcile.Applier{Client: c, Manager: reconcile.ManagerInstall}).Apply(context.Background(), objs)
+	rs := (&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(context.Background(), objs)
 	if f := failures(rs); len(f) > 0 {
 		t.Fatalf("bundle refused:\n%s", strings.Join(f, "\n"))
 	}
@@ -115,11 +115,11 @@ func TestInstall(t *testing.T) {
 		t.Errorf("first install applied %d objects, want %d", len(first), want)
 	}
 	for _, r := range first {
-		if r.Object.Group == "apiextensions.k8s.io" && strings.HasSuffix(r.Object.Name, ".bootno.de") && r.Action != reconcile.Failed {
+		if r.Object.Group == "apiextensions.k8s.io" && strings.HasSuffix(r.Object.Name, ".bootno.de") && r.Action != apply.Failed {
 			continue // the chain family's CRDs are shared by every universe (an install before this one put them in place)
 		}
-		if r.Action != reconcile.Created {
-			t.Errorf("first install: %s %s, want %s", r.Object, r.Action, reconcile.Created)
+		if r.Action != apply.Created {
+			t.Errorf("first install: %s %s, want %s", r.Object, r.Action, apply.Created)
 		}
 	}
 
@@ -128,8 +128,8 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range second {
-		if r.Action != reconcile.InSync {
-			t.Errorf("second install: %s %s, want %s", r.Object, r.Action, reconcile.InSync)
+		if r.Action != apply.InSync {
+			t.Errorf("second install: %s %s, want %s", r.Object, r.Action, apply.InSync)
 		}
 	}
 
@@ -160,8 +160,8 @@ func TestInstall(t *testing.T) {
 		t.Errorf("re-installing %d CRDs cost %d requests, want one list", len(crds), n)
 	}
 	for _, r := range crdsOnly {
-		if r.Action != reconcile.InSync {
-			t.Errorf("--crds-only again: %s %s, want %s", r.Object, r.Action, reconcile.InSync)
+		if r.Action != apply.InSync {
+			t.Errorf("--crds-only again: %s %s, want %s", r.Object, r.Action, apply.InSync)
 		}
 	}
 	// A CRD someone else edited is applied again (one request) and put back, and only that one.
@@ -181,7 +181,7 @@ func TestInstall(t *testing.T) {
 		t.Errorf("re-installing after an edit of %s cost %d requests, want 2 (the list, one apply)", edited, n)
 	}
 	for _, r := range again {
-		if want := reconcile.InSync; r.Object.Name == edited && r.Action != reconcile.Updated || r.Object.Name != edited && r.Action != want {
+		if want := apply.InSync; r.Object.Name == edited && r.Action != apply.Updated || r.Object.Name != edited && r.Action != want {
 			t.Errorf("install after an edit of %s: %s %s", edited, r.Object, r.Action)
 		}
 	}
@@ -239,7 +239,7 @@ kind: Lease
 metadata: {name: universe-operator.osage.cloud, namespace: rbac-test}
 spec: {holderIdentity: me}
 `)
-	if f := failures((&reconcile.Applier{Client: sa, Manager: reconcile.ManagerGitOps}).Apply(ctx, objs)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: sa, Manager: apply.ManagerGitOps}).Apply(ctx, objs)); len(f) > 0 {
 		t.Fatalf("operator may not apply its CR or Lease:\n%s", strings.Join(f, "\n"))
 	}
 	cr := objs[0]
@@ -250,7 +250,7 @@ spec: {holderIdentity: me}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := failures((&reconcile.Applier{Client: sa, Manager: reconcile.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: sa, Manager: apply.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
 		t.Fatalf("operator may not apply the children:\n%s", strings.Join(f, "\n"))
 	}
 	status := cr.DeepCopy()

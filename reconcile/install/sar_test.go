@@ -19,7 +19,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/install"
 )
 
@@ -99,7 +99,7 @@ func TestInstalledRBACIsTheNeedsTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := &reconcile.Applier{Client: admin, Manager: reconcile.ManagerInstall}
+			a := &apply.Applier{Client: admin, Manager: apply.ManagerInstall}
 			for _, stage := range stages[:2] { // the Namespaces, the RBAC and ServiceAccount
 				if f := failures(a.Apply(ctx, stage)); len(f) > 0 {
 					t.Fatalf("install failed:\n%s", strings.Join(f, "\n"))
@@ -146,7 +146,7 @@ func TestInstalledRBACIsTheNeedsTable(t *testing.T) {
 			groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + o.Namespace, "system:authenticated"}
 			var mu sync.Mutex
 			var missing, extra []string
-			reconcile.FanOut(len(probes), 16, func(i int) {
+			apply.FanOut(len(probes), 16, func(i int) {
 				p := probes[i]
 				res, sub, _ := strings.Cut(p.resource, "/")
 				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,

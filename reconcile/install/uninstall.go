@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // UninstallOptions say what `operator uninstall` removes.
@@ -45,14 +45,14 @@ var OwnKinds = []schema.GroupVersionKind{
 
 // Kept is an object uninstall found and left, and why.
 type Kept struct {
-	Object reconcile.ObjRef
+	Object apply.ObjRef
 	Reason string
 }
 
 // UninstallReport is what Uninstall did.
 type UninstallReport struct {
 	// Deleted are the objects deleted (Action Deleted) or that failed to be (Failed, Denied).
-	Deleted []reconcile.Result
+	Deleted []apply.Result
 	// Kept are the objects found and left on purpose.
 	Kept []Kept
 }
@@ -110,7 +110,7 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 		}
 		for _, obj := range objs {
 			if !appliedByInstall(obj) {
-				rep.Kept = append(rep.Kept, Kept{Object: reconcile.RefOf(obj), Reason: "carries install's labels but was not applied by " + reconcile.ManagerInstall})
+				rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(obj), Reason: "carries install's labels but was not applied by " + apply.ManagerInstall})
 				continue
 			}
 			rep.Deleted = append(rep.Deleted, i.delete(ctx, obj))
@@ -119,7 +119,7 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 	ns := &unstructured.Unstructured{}
 	ns.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
 	if err := i.Client.Get(ctx, client.ObjectKey{Name: o.Namespace}, ns); err == nil {
-		rep.Kept = append(rep.Kept, Kept{Object: reconcile.RefOf(ns), Reason: "holds the Secrets install mounts and the Lease, which are not install's; delete it yourself"})
+		rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(ns), Reason: "holds the Secrets install mounts and the Lease, which are not install's; delete it yourself"})
 	}
 	for _, crd := range crds {
 		rep.Deleted = append(rep.Deleted, i.delete(ctx, crd))
@@ -132,7 +132,7 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	sel := client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: reconcile.ManagerInstall}
+	sel := client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}
 	cluster := gvk.Kind == "ClusterRole" || gvk.Kind == "ClusterRoleBinding"
 	opts := []client.ListOption{sel}
 	if !cluster {
@@ -159,7 +159,7 @@ func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.Group
 // appliedByInstall reports whether install's field manager applied obj.
 func appliedByInstall(obj *unstructured.Unstructured) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == reconcile.ManagerInstall && mf.Operation == metav1.ManagedFieldsOperationApply {
+		if mf.Manager == apply.ManagerInstall && mf.Operation == metav1.ManagedFieldsOperationApply {
 			return true
 		}
 	}
@@ -168,16 +168,16 @@ func appliedByInstall(obj *unstructured.Unstructured) bool {
 
 // delete deletes obj, at the resourceVersion it was read at (so an object replaced since is
 // not deleted), its dependents in the background.
-func (i Installer) delete(ctx context.Context, obj *unstructured.Unstructured) reconcile.Result {
-	r := reconcile.Result{Object: reconcile.RefOf(obj), Action: reconcile.Deleted}
+func (i Installer) delete(ctx context.Context, obj *unstructured.Unstructured) apply.Result {
+	r := apply.Result{Object: apply.RefOf(obj), Action: apply.Deleted}
 	err := i.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: ptrTo(obj.GetUID()), ResourceVersion: ptrTo(obj.GetResourceVersion())})
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 	case apierrors.IsForbidden(err):
-		r.Action, r.Message, r.Err = reconcile.Denied, err.Error(), err
+		r.Action, r.Message, r.Err = apply.Denied, err.Error(), err
 	default:
-		r.Action, r.Message, r.Err = reconcile.Failed, err.Error(), err
+		r.Action, r.Message, r.Err = apply.Failed, err.Error(), err
 	}
 	return r
 }
@@ -215,9 +215,9 @@ func (i Installer) uninstallableCRDs(ctx context.Context, o UninstallOptions, re
 		group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
 		switch {
 		case !appliedByInstall(live):
-			rep.Kept = append(rep.Kept, Kept{Object: reconcile.RefOf(live), Reason: "not applied by " + reconcile.ManagerInstall})
+			rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(live), Reason: "not applied by " + apply.ManagerInstall})
 		case !own[group] && len(others) > 0:
-			rep.Kept = append(rep.Kept, Kept{Object: reconcile.RefOf(live), Reason: "shared with the install of " + strings.Join(others, ", ")})
+			rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(live), Reason: "shared with the install of " + strings.Join(others, ", ")})
 		default:
 			out = append(out, live)
 		}
@@ -230,7 +230,7 @@ func (i Installer) uninstallableCRDs(ctx context.Context, o UninstallOptions, re
 func (i Installer) otherUniverses(ctx context.Context, group string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleList"})
-	if err := i.Client.List(ctx, list, client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: reconcile.ManagerInstall}); err != nil {
+	if err := i.Client.List(ctx, list, client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}); err != nil {
 		return nil, fmt.Errorf("list ClusterRoles: %w", err)
 	}
 	var out []string
@@ -263,7 +263,7 @@ func (i Installer) checkNoCRs(ctx context.Context, crds []*unstructured.Unstruct
 			return fmt.Errorf("list %s.%s: %w", kind, group, err)
 		}
 		for _, cr := range list.Items {
-			e.CRs = append(e.CRs, reconcile.RefOf(&cr).String())
+			e.CRs = append(e.CRs, apply.RefOf(&cr).String())
 		}
 		if rest := list.GetRemainingItemCount(); rest != nil {
 			e.More += int(*rest)
