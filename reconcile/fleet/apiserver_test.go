@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -161,9 +162,11 @@ func storeCredential(t *testing.T, c client.Client, org, name string, kubeconfig
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fleet.SecretName(ref), Namespace: operatorNS},
 		Data: map[string][]byte{fleet.SecretKey: kubeconfig}}
-	if err := c.Create(t.Context(), sec); apierrors.IsAlreadyExists(err) {
+	err = c.Create(t.Context(), sec)
+	switch {
+	case apierrors.IsAlreadyExists(err):
 		err = c.Update(t.Context(), sec)
-	} else if err == nil {
+	case err == nil:
 		t.Cleanup(func() { _ = c.Delete(context.Background(), sec) })
 	}
 	if err != nil {
@@ -276,6 +279,23 @@ func TestBoundRefusesOutsideNamespaces(t *testing.T) {
 	}
 	if _, err := bound.Status(); err != nil {
 		t.Errorf("Status() of a bounded registration: %v", err)
+	}
+	// A client the caller builds itself from the Bound's config is gated by its transport.
+	typed, err := kubernetes.NewForConfig(bound.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := typed.CoreV1().ConfigMaps("lux-chain").List(ctx, metav1.ListOptions{}); !errors.As(err, &oob) || !strings.Contains(err.Error(), bound1) {
+		t.Errorf("own client, list lux-chain: %v, want an OutOfBoundError naming the bound", err)
+	}
+	if _, err := typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !errors.As(err, &oob) {
+		t.Errorf("own client, list nodes: %v, want an OutOfBoundError", err)
+	}
+	if err := typed.CoreV1().Namespaces().Delete(ctx, "acme-apps", metav1.DeleteOptions{}); !errors.As(err, &oob) {
+		t.Errorf("own client, delete the bound's namespace: %v, want an OutOfBoundError", err)
+	}
+	if _, err := typed.CoreV1().ConfigMaps("acme-apps").Get(ctx, "inside", metav1.GetOptions{}); err != nil {
+		t.Errorf("own client, get inside the bound: %v", err)
 	}
 }
 

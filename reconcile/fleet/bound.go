@@ -89,6 +89,11 @@ func (b *Bound) Scope(namespaces ...string) (client.Client, error) {
 	return &gated{Client: b.clients.Client, cluster: b.cluster.Name, allowed: slices.Compact(allowed)}, nil
 }
 
+// Config returns a copy of the cluster's REST config, for a client the caller builds itself
+// (a git sweep's): for a bounded registration its transport refuses, before the request
+// leaves, everything outside the bound (see admitPath).
+func (b *Bound) Config() *rest.Config { return rest.CopyConfig(b.clients.Config) }
+
 // WholeCluster returns every client of the cluster, for cluster-wide operations (a
 // cluster-scoped object, a list across namespaces). A bounded registration refuses it.
 func (b *Bound) WholeCluster() (Clients, error) {

@@ -234,3 +234,40 @@ func TestBoundGate(t *testing.T) {
 		t.Errorf("whole-cluster WholeCluster(): %v", err)
 	}
 }
+
+func TestAdmitPath(t *testing.T) {
+	bound := []string{"acme-apps"}
+	for _, c := range []struct {
+		method, path string
+		ok           bool
+	}{
+		{"GET", "/version", true},
+		{"GET", "/api", true},
+		{"GET", "/apis", true},
+		{"GET", "/api/v1", true},
+		{"GET", "/apis/apps", true},
+		{"GET", "/apis/apps/v1", true},
+		{"GET", "/openapi/v3", true},
+		{"POST", "/api/v1", false},
+		{"GET", "/api/v1/namespaces/acme-apps/configmaps", true},
+		{"PATCH", "/apis/apps/v1/namespaces/acme-apps/deployments/web", true},
+		{"PATCH", "/apis/hanzo.ai/v1/namespaces/acme-apps/services/web/status", true},
+		{"GET", "/api/v1/namespaces/acme-apps", true},
+		{"DELETE", "/api/v1/namespaces/acme-apps", false}, // a bounded registration never deletes its namespace
+		{"PATCH", "/api/v1/namespaces/acme-apps", false},
+		{"GET", "/api/v1/namespaces/lux-chain/configmaps", false},
+		{"GET", "/api/v1/namespaces/lux-chain", false},
+		{"GET", "/api/v1/namespaces", false},
+		{"GET", "/api/v1/configmaps", false}, // every namespace
+		{"GET", "/api/v1/nodes", false},
+		{"PATCH", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/x", false},
+		{"GET", "/api/v1/watch/namespaces/acme-apps/configmaps", false},
+		{"POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", false},
+		{"GET", "/healthz", false},
+		{"GET", "/", false},
+	} {
+		if _, ok := admitPath(c.method, c.path, bound); ok != c.ok {
+			t.Errorf("admitPath(%s %s) = %v, want %v", c.method, c.path, ok, c.ok)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,7 +63,7 @@ func (f *Fleet) Reach(ctx context.Context, name string) (*Bound, error) {
 	if e, ok := f.cache[key]; ok && e.cluster == c.version && e.credential == cred.Version {
 		return &Bound{cluster: c, clients: e.clients}, nil
 	}
-	clients, err := f.clients(cred.Kubeconfig, c.Endpoint)
+	clients, err := f.clients(cred.Kubeconfig, c)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s of org %s: credential %s: %w", name, caller.org, ref, err)
 	}
@@ -85,10 +87,14 @@ func (f *Fleet) Forget(org, name string) {
 	}
 }
 
-func (f *Fleet) clients(kubeconfig []byte, endpoint string) (Clients, error) {
-	cfg, err := SafeConfig(kubeconfig, endpoint, f.AllowNonRoutable)
+func (f *Fleet) clients(kubeconfig []byte, c Cluster) (Clients, error) {
+	cfg, err := SafeConfig(kubeconfig, c.Endpoint, f.AllowNonRoutable)
 	if err != nil {
 		return Clients{}, err
+	}
+	if len(c.Namespaces) > 0 {
+		bound := slices.Clone(c.Namespaces)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &gate{next: rt, cluster: c.Name, bound: bound} })
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -106,11 +112,11 @@ func (f *Fleet) clients(kubeconfig []byte, endpoint string) (Clients, error) {
 	if f.Scheme != nil {
 		opts.Scheme = f.Scheme
 	}
-	c, err := client.New(cfg, opts)
+	cc, err := client.New(cfg, opts)
 	if err != nil {
 		return Clients{}, err
 	}
-	return Clients{Config: cfg, Client: c, Typed: typed, Dynamic: dyn, http: hc}, nil
+	return Clients{Config: cfg, Client: cc, Typed: typed, Dynamic: dyn, http: hc}, nil
 }
 
 // closeIdle closes the idle connections of a dropped credential's clients.
