@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
@@ -42,6 +44,7 @@ var second struct {
 }
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	code := testbed.Run(m)
 	if second.c != nil {
 		second.c.Stop()

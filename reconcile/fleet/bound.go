@@ -27,7 +27,7 @@ func (e *OutOfBoundError) Error() string {
 	what := fmt.Sprintf("namespace %q", e.Namespace)
 	switch {
 	case e.Object != "" && e.Namespace == "":
-		what = e.Object + " (cluster-scoped)"
+		what = e.Object + " (cluster-wide)"
 	case e.Object != "":
 		what = fmt.Sprintf("%s in namespace %q", e.Object, e.Namespace)
 	case e.Namespace == "":

@@ -9,6 +9,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/source"
 )
 
 func TestTargetOf(t *testing.T) {
@@ -269,5 +270,49 @@ func TestAdmitPath(t *testing.T) {
 		if _, ok := admitPath(c.method, c.path, bound); ok != c.ok {
 			t.Errorf("admitPath(%s %s) = %v, want %v", c.method, c.path, ok, c.ok)
 		}
+	}
+}
+
+func TestView(t *testing.T) {
+	snap := &source.Snapshot{Revision: "r1", Files: []source.File{
+		{Path: "apps/web.yaml", Data: []byte("a")},
+		{Path: "orgs/acme/clusters/prod/web.yaml", Data: []byte("b")},
+		{Path: "orgs/acme/clusters/prod/db/sql.yaml", Data: []byte("c")},
+		{Path: "orgs/lux/clusters/prod/node.yaml", Data: []byte("d")},
+		{Path: "orgs/a..b/clusters/prod/x.yaml", Data: []byte("e")},
+		{Path: "orgs/acme/apps.yaml", Data: []byte("f")},
+	}}
+	acmeCaller, _ := PathCaller("acme")
+	luxCaller, _ := PathCaller("lux")
+	paths := func(s *source.Snapshot) (out []string) {
+		for _, f := range s.Files {
+			p := f.Path
+			if f.Refused != nil {
+				p += " (refused: " + f.Refused.Error() + ")"
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		target Target
+		want   []string
+	}{
+		"home":      {Target{}, []string{"apps/web.yaml", "orgs/a..b/clusters/prod/x.yaml (refused: orgs/a..b/clusters/prod/x.yaml: InvalidOrg: org \"a..b\" holds '/' or '..')", "orgs/acme/apps.yaml"}},
+		"acme/prod": {Target{acmeCaller, "prod"}, []string{"orgs/acme/clusters/prod/web.yaml", "orgs/acme/clusters/prod/db/sql.yaml"}},
+		"lux/prod":  {Target{luxCaller, "prod"}, []string{"orgs/lux/clusters/prod/node.yaml"}},
+		"acme/none": {Target{acmeCaller, "none"}, nil},
+	} {
+		got := paths(View{Target: c.target}.filter(snap))
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s view = %q, want %q", name, got, c.want)
+		}
+	}
+	var got []string
+	for _, tg := range Targets(snap) {
+		got = append(got, tg.String())
+	}
+	if strings.Join(got, " ") != "acme/prod lux/prod" {
+		t.Errorf("Targets = %v", got)
 	}
 }
