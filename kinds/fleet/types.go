@@ -32,7 +32,8 @@ type ClusterSpec struct {
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
-	// Default marks the org's cluster a CR without a cluster goes to.
+	// Default marks the org's cluster a CR without a cluster goes to. Not acted on yet: the
+	// git layout (orgs/<org>/clusters/<name>/) always names the cluster.
 	// +optional
 	Default bool `json:"default,omitempty"`
 }
@@ -47,7 +48,8 @@ type GPUs struct {
 
 // ClusterStatus is what the fleet observed of the cluster.
 type ClusterStatus struct {
-	// Registered is when the fleet first reached the cluster with its credential.
+	// Registered is when the fleet first reached the cluster with its credential. Not written
+	// yet: no registration loop runs in this operator (reconcile/fleet reads the registry).
 	// +optional
 	Registered *metav1.Time `json:"registered,omitempty"`
 	// +optional
