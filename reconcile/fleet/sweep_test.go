@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
-	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
@@ -138,7 +138,7 @@ func TestSweepTwoClusters(t *testing.T) {
 			if r.Err != nil {
 				msg += " " + r.Err.Error()
 			}
-			refused = r.Action == reconcile.Failed && strings.Contains(msg, "outside the registration's namespaces bound [acme-web]") &&
+			refused = r.Action == apply.Failed && strings.Contains(msg, "outside the registration's namespaces bound [acme-web]") &&
 				wide.Files[r.Object] == outsideFile
 			t.Logf("refused: %s %s/%s (%s): %s", r.Object.Kind, r.Object.Namespace, r.Object.Name, wide.Files[r.Object], msg)
 		}
