@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/fleet"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -156,7 +157,11 @@ func TestCRDsShape(t *testing.T) {
 			if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
 				t.Errorf("%s: name %q, want %q", crd.Spec.Names.Kind, crd.Name, want)
 			}
-			if crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+			if crd.Spec.Names.Kind == fleet.Kind {
+				if crd.Spec.Scope != apiextensionsv1.ClusterScoped {
+					t.Errorf("%s: scope %s, want Cluster (the fleet's registry)", crd.Name, crd.Spec.Scope)
+				}
+			} else if crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
 				t.Errorf("%s: scope %s, want Namespaced", crd.Name, crd.Spec.Scope)
 			}
 			if !contains(crd.Spec.Names.Categories, "universe") {
@@ -197,7 +202,7 @@ func TestLegacyCRDs(t *testing.T) {
 		}
 	}
 	want := []string{
-		"v1 chains.lux.cloud", "v1 explorers.lux.cloud", "v1alpha1 hanzodatastores.lux.cloud",
+		"v1 chains.lux.cloud", "v1 clusters.lux.cloud", "v1 explorers.lux.cloud", "v1alpha1 hanzodatastores.lux.cloud",
 		"v1alpha1 hanzodnses.lux.cloud", "v1alpha1 hanzoservices.lux.cloud", "v1 indexers.lux.cloud",
 		"v1 luxruntimes.lux.cloud", "v1 mpcs.lux.cloud", "v1 networks.lux.cloud", "v1 nodefleets.lux.cloud",
 		"v1 subnets.lux.cloud", "v1 validators.lux.cloud",

@@ -28,11 +28,12 @@ var generatedDirs = []struct{ dir, placeholder string }{
 	{"crd/v1", PlaceholderGroup},
 	{"crd/v1alpha1", PlaceholderGroup},
 	{"crd/hip", HIPPlaceholderGroup},
+	{"crd/fleet", PlaceholderGroup},
 }
 
 // The generated CRDs, one directory per Go package (see generate.go).
 //
-//go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml
+//go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml crd/fleet/*.yaml
 var generated embed.FS
 
 // The luxfi operator's CRDs, unchanged (crd/luxnetwork/README.md).

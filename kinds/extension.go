@@ -9,6 +9,8 @@ const (
 	PlacementCanonical Placement = "v1"
 	PlacementV1alpha1  Placement = "v1alpha1"
 	PlacementHIP       Placement = "hip"
+	// PlacementFleet is the fleet's cluster-scoped registry, kinds/fleet, at <universe>/v1.
+	PlacementFleet Placement = "fleet"
 )
 
 // Extension is a spec field served beyond crd-contract.json (or, for the legacy placements,

@@ -4,8 +4,9 @@ package kinds
 // `go generate ./kinds`. TestBundles fails while a bundle is stale.
 
 //go:generate go tool controller-gen object paths=./...
-//go:generate sh -c "rm -f crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml"
+//go:generate sh -c "rm -f crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml crd/fleet/*.yaml"
 //go:generate go tool controller-gen crd:maxDescLen=0 paths=./v1 output:crd:dir=./crd/v1
 //go:generate go tool controller-gen crd:maxDescLen=0 paths=./v1alpha1 output:crd:dir=./crd/v1alpha1
 //go:generate go tool controller-gen crd:maxDescLen=0 paths=./hip output:crd:dir=./crd/hip
+//go:generate go tool controller-gen crd:maxDescLen=0 paths=./fleet output:crd:dir=./crd/fleet
 //go:generate go test . -run ^TestBundles$ -update

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/openuniverse/operator/kinds/fleet"
 	"github.com/openuniverse/operator/kinds/hip"
 	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -62,7 +63,7 @@ func AddToScheme(s *runtime.Scheme, group string) error {
 	if err := ValidateGroup(group); err != nil {
 		return err
 	}
-	for _, add := range []func(*runtime.Scheme, string) error{v1.AddToScheme, v1alpha1.AddToScheme, hip.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme, string) error{v1.AddToScheme, v1alpha1.AddToScheme, hip.AddToScheme, fleet.AddToScheme} {
 		if err := add(s, group); err != nil {
 			return err
 		}

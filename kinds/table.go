@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/openuniverse/operator/kinds/fleet"
 	"github.com/openuniverse/operator/kinds/hip"
 	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -91,6 +92,8 @@ func Builtin() Registry {
 		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
 		withLoop("imageupdate", canonical("ImageUpdate", newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
+		// The fleet's cluster registry (cluster-scoped): reconcile/fleet reads it; it builds nothing.
+		withExternal("the fleet (reconcile/fleet)", entry(PlacementFleet, fleet.Kind, uni, newOf[fleet.Cluster], nothing[*fleet.Cluster])),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.
 		withServiceSpec(entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {
