@@ -199,7 +199,7 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	if dns == 0 {
 		dns = defaultDNSPort
 	}
-	repo, tag := splitImage(image)
+	repo, tag := specParts(image)
 	spec := &v1.ServiceSpec{
 		Image:     &v1.ImageSpec{Repository: repo, Tag: tag, PullPolicy: corev1.PullIfNotPresent},
 		Replicas:  ptr.To(deref32(c.Replicas, defaultDNSReplicas)),
@@ -219,13 +219,15 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	return buildServiceWith(o, spec, serviceOptions{noVersion: true})
 }
 
-// splitImage splits "repo:tag" at the tag colon (not a registry port).
-func splitImage(image string) (string, string) {
-	i := strings.LastIndexByte(image, ':')
-	if i < 0 || strings.Contains(image[i:], "/") {
+// specParts is the ImageSpec repository and tag of image (ImageRef.SpecParts). A reference
+// that does not parse is the repository whole, with no tag guessed from it: the container
+// runs image exactly as written either way, and the DNS workload has no version label.
+func specParts(image string) (repository, tag string) {
+	ref, err := ParseImageRef(image)
+	if err != nil {
 		return image, ""
 	}
-	return image[:i], image[i+1:]
+	return ref.SpecParts()
 }
 
 // SPA defaults (wire-contract §10).
