@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // Names are the deterministic names of one pre-flight's resources: the same CR and target
@@ -36,19 +38,15 @@ func NamesOf(name, target string) Names {
 	return Names{Hash: h, Pod: base, Clone: base + "-clone", Snapshot: base + "-snap", Egress: base + "-egress"}
 }
 
-// SplitImage splits an image reference into the repository and tag an ImageSpec holds, so
-// that Repository + ":" + Tag (or Repository alone without a tag) is ref again. The tag is
-// what follows the last ':' after the last '/', a digest kept with it; a registry port is never
-// a tag.
+// SplitImage is the repository and tag an ImageSpec holds for the image reference ref
+// (kinds.ImageRef.SpecParts), so that Repository + ":" + Tag (or Repository alone without a
+// tag) is ref again: a digest rides with the tag, or with the repository when there is no tag;
+// a registry port is never a tag. A reference that does not parse is the repository whole, no
+// tag guessed from it.
 func SplitImage(ref string) (repository, tag string) {
-	name, digest, hasDigest := strings.Cut(ref, "@")
-	i := strings.LastIndexByte(name, ':')
-	if i < 0 || strings.ContainsRune(name[i+1:], '/') {
+	r, err := kinds.ParseImageRef(ref)
+	if err != nil {
 		return ref, ""
 	}
-	repository, tag = name[:i], name[i+1:]
-	if hasDigest {
-		tag += "@" + digest
-	}
-	return repository, tag
+	return r.SpecParts()
 }
