@@ -199,7 +199,7 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	if dns == 0 {
 		dns = defaultDNSPort
 	}
-	repo, tag := specParts(image)
+	repo, tag := ImageSpecParts(image) // the container runs image as written; DNS has no version label
 	spec := &v1.ServiceSpec{
 		Image:     &v1.ImageSpec{Repository: repo, Tag: tag, PullPolicy: corev1.PullIfNotPresent},
 		Replicas:  ptr.To(deref32(c.Replicas, defaultDNSReplicas)),
@@ -217,17 +217,6 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	}
 	// The DNS workload has no version label and no HANZO_VERSION (the Rust dns.rs builder).
 	return buildServiceWith(o, spec, serviceOptions{noVersion: true})
-}
-
-// specParts is the ImageSpec repository and tag of image (ImageRef.SpecParts). A reference
-// that does not parse is the repository whole, with no tag guessed from it: the container
-// runs image exactly as written either way, and the DNS workload has no version label.
-func specParts(image string) (repository, tag string) {
-	ref, err := ParseImageRef(image)
-	if err != nil {
-		return image, ""
-	}
-	return ref.SpecParts()
 }
 
 // SPA defaults (wire-contract §10).

@@ -118,3 +118,14 @@ func (r ImageRef) SpecParts() (repository, tag string) {
 	}
 	return repository, tag + "@" + r.Digest
 }
+
+// ImageSpecParts is SpecParts of the reference image, for a caller that must fill an
+// ImageSpec whatever it is given: a reference that does not parse is the repository whole,
+// with no tag guessed from it, so the two parts still join back to image.
+func ImageSpecParts(image string) (repository, tag string) {
+	ref, err := ParseImageRef(image)
+	if err != nil {
+		return image, ""
+	}
+	return ref.SpecParts()
+}

@@ -113,6 +113,23 @@ func TestParseImageRefRefuses(t *testing.T) {
 	}
 }
 
+// TestImageSpecParts: what does not parse is the repository whole, so an ImageSpec still
+// joins back to the image as written; what parses is SpecParts.
+func TestImageSpecParts(t *testing.T) {
+	for image, want := range map[string][2]string{
+		"ghcr.io/Hanzo/dns:v1":        {"ghcr.io/Hanzo/dns:v1", ""},
+		"ghcr.io/x/app:v1@sha256:abc": {"ghcr.io/x/app:v1@sha256:abc", ""},
+		"":                            {"", ""},
+		"localhost:5000/x:1":          {"localhost:5000/x", "1"},
+		"localhost:5000/x:1@" + dg:    {"localhost:5000/x", "1@" + dg},
+		"localhost:5000/x@" + dg:      {"localhost:5000/x@" + dg, ""},
+	} {
+		if r, g := kinds.ImageSpecParts(image); r != want[0] || g != want[1] {
+			t.Errorf("ImageSpecParts(%q) = %q, %q; want %q", image, r, g, want)
+		}
+	}
+}
+
 func long(n int) string { return strings.Repeat("t", n) }
 
 // TestImageRefWithTag: a new tag keeps registry and repository as written and drops the

@@ -39,14 +39,7 @@ func NamesOf(name, target string) Names {
 }
 
 // SplitImage is the repository and tag an ImageSpec holds for the image reference ref
-// (kinds.ImageRef.SpecParts), so that Repository + ":" + Tag (or Repository alone without a
-// tag) is ref again: a digest rides with the tag, or with the repository when there is no tag;
-// a registry port is never a tag. A reference that does not parse is the repository whole, no
-// tag guessed from it.
-func SplitImage(ref string) (repository, tag string) {
-	r, err := kinds.ParseImageRef(ref)
-	if err != nil {
-		return ref, ""
-	}
-	return r.SpecParts()
-}
+// (kinds.ImageSpecParts): Repository + ":" + Tag (Repository alone without a tag) is ref
+// again; a digest rides with the tag, or with the repository when there is no tag; a registry
+// port is never a tag; a reference that does not parse is the repository whole.
+func SplitImage(ref string) (repository, tag string) { return kinds.ImageSpecParts(ref) }
