@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-
-	"github.com/openuniverse/operator/kinds"
 )
 
 // Names are the deterministic names of one pre-flight's resources: the same CR and target
@@ -37,9 +35,3 @@ func NamesOf(name, target string) Names {
 	base := name + "-preflight-" + h
 	return Names{Hash: h, Pod: base, Clone: base + "-clone", Snapshot: base + "-snap", Egress: base + "-egress"}
 }
-
-// SplitImage is the repository and tag an ImageSpec holds for the image reference ref
-// (kinds.ImageSpecParts): Repository + ":" + Tag (Repository alone without a tag) is ref
-// again; a digest rides with the tag, or with the repository when there is no tag; a registry
-// port is never a tag; a reference that does not parse is the repository whole.
-func SplitImage(ref string) (repository, tag string) { return kinds.ImageSpecParts(ref) }
