@@ -290,9 +290,16 @@ func (a *Apps) join(ctx context.Context, r Row) (*appsv1.Deployment, *unstructur
 	return dep, cr, nil
 }
 
+// ofRepository: image is a reference of repository repo as written, whatever its tag or
+// digest (kinds.ImageRef). A reference that does not parse is of no repository.
+func ofRepository(image, repo string) bool {
+	r, err := kinds.ParseImageRef(image)
+	return err == nil && r.Name() == repo
+}
+
 func runsRepository(d *appsv1.Deployment, repo string) bool {
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if r, _ := ParseImageRef(c.Image); r == repo {
+		if ofRepository(c.Image, repo) {
 			return true
 		}
 	}
@@ -384,7 +391,7 @@ func RolledOut(dep *unstructured.Unstructured, repo, target string) (bool, strin
 	}
 	image := ""
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if r, _ := ParseImageRef(c.Image); r == repo {
+		if ofRepository(c.Image, repo) {
 			image = c.Image
 		}
 	}

@@ -98,20 +98,6 @@ var semverTag = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
 // floating names such as latest.
 func IsReleaseTag(tag string) bool { return semverTag.MatchString(tag) }
 
-// ParseImageRef splits an image reference into repository and tag. A digest (@sha256:…) is
-// dropped first, so repo@sha256:… joins on repo (the reference mis-split it); a colon
-// followed by a slash is a registry port, not a tag.
-func ParseImageRef(ref string) (repo, tag string) {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	i := strings.LastIndex(ref, ":")
-	if i <= 0 || strings.Contains(ref[i+1:], "/") {
-		return ref, ""
-	}
-	return ref[:i], ref[i+1:]
-}
-
 // Verdict is what the loop does with a row.
 type Verdict string
 

@@ -57,20 +57,28 @@ func TestIsReleaseTag(t *testing.T) {
 	}
 }
 
-func TestParseImageRef(t *testing.T) {
-	cases := []struct{ ref, repo, tag string }{
-		{"ghcr.io/hanzo/cloud:v1.2.3", "ghcr.io/hanzo/cloud", "v1.2.3"},
-		{"ghcr.io/hanzo/cloud", "ghcr.io/hanzo/cloud", ""},
-		{"localhost:5000/hanzo/cloud", "localhost:5000/hanzo/cloud", ""},
-		{"localhost:5000/hanzo/cloud:v1", "localhost:5000/hanzo/cloud", "v1"},
-		{"ghcr.io/hanzo/cloud@sha256:abcd", "ghcr.io/hanzo/cloud", ""},
-		{"ghcr.io/hanzo/cloud:v1@sha256:abcd", "ghcr.io/hanzo/cloud", "v1"},
-		{":v1", ":v1", ""},
-	}
-	for _, c := range cases {
-		repo, tag := ParseImageRef(c.ref)
-		if repo != c.repo || tag != c.tag {
-			t.Errorf("ParseImageRef(%q) = %q, %q; want %q, %q", c.ref, repo, tag, c.repo, c.tag)
+// TestOfRepository: a container runs a repository whatever its tag or digest; a registry
+// port is not a tag; another repository, a longer path or a reference that does not parse
+// never matches (kinds.ImageRef's table holds the spellings).
+func TestOfRepository(t *testing.T) {
+	const dg = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		image, repo string
+		want        bool
+	}{
+		{"ghcr.io/hanzo/cloud:v1.2.3", "ghcr.io/hanzo/cloud", true},
+		{"ghcr.io/hanzo/cloud", "ghcr.io/hanzo/cloud", true},
+		{"localhost:5000/hanzo/cloud", "localhost:5000/hanzo/cloud", true},
+		{"localhost:5000/hanzo/cloud:v1", "localhost:5000/hanzo/cloud", true},
+		{"localhost:5000/hanzo/cloud:v1", "localhost", false},
+		{"ghcr.io/hanzo/cloud" + dg, "ghcr.io/hanzo/cloud", true},
+		{"ghcr.io/hanzo/cloud:v1" + dg, "ghcr.io/hanzo/cloud", true},
+		{"ghcr.io/hanzo/cloud-api:v1", "ghcr.io/hanzo/cloud", false},
+		{"ghcr.io/hanzo/cloud@sha256:abcd", "ghcr.io/hanzo/cloud", false}, // not a digest
+		{":v1", ":v1", false},
+	} {
+		if got := ofRepository(c.image, c.repo); got != c.want {
+			t.Errorf("ofRepository(%q, %q) = %v, want %v", c.image, c.repo, got, c.want)
 		}
 	}
 }

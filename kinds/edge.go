@@ -199,7 +199,7 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	if dns == 0 {
 		dns = defaultDNSPort
 	}
-	repo, tag := splitImage(image)
+	repo, tag := ImageSpecParts(image) // the container runs image as written; DNS has no version label
 	spec := &v1.ServiceSpec{
 		Image:     &v1.ImageSpec{Repository: repo, Tag: tag, PullPolicy: corev1.PullIfNotPresent},
 		Replicas:  ptr.To(deref32(c.Replicas, defaultDNSReplicas)),
@@ -217,15 +217,6 @@ func buildDNS(o owner, s *v1.DNSSpec) ([]*unstructured.Unstructured, error) {
 	}
 	// The DNS workload has no version label and no HANZO_VERSION (the Rust dns.rs builder).
 	return buildServiceWith(o, spec, serviceOptions{noVersion: true})
-}
-
-// splitImage splits "repo:tag" at the tag colon (not a registry port).
-func splitImage(image string) (string, string) {
-	i := strings.LastIndexByte(image, ':')
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return image, ""
-	}
-	return image[:i], image[i+1:]
 }
 
 // SPA defaults (wire-contract §10).

@@ -1033,6 +1033,18 @@ func TestDNSDefaults(t *testing.T) {
 	if got := podSpec(t, findKind(t, objs, "Deployment")).Containers[0].Image; got != "registry.local:5000/dns" {
 		t.Errorf("image %q", got)
 	}
+	// digest-pinned, tag and digest, and a reference that does not parse: each runs as written
+	const dg = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, image := range []string{"registry.local:5000/dns" + dg, "ghcr.io/hanzoai/dns:0.10.0" + dg, "ghcr.io/Hanzo/dns:v1"} {
+		objs = mustBuild(t, canonRef("DNS"), &v1.DNS{ObjectMeta: objMeta("dns3"), Spec: v1.DNSSpec{CoreDNS: &v1.CoreDNSSpec{Image: image}}})
+		d := findKind(t, objs, "Deployment")
+		if got := podSpec(t, d).Containers[0].Image; got != image {
+			t.Errorf("image %q, want %q", got, image)
+		}
+		if _, ok := d.GetLabels()[kinds.LabelVersion]; ok {
+			t.Errorf("a version label on the DNS Deployment of %s", image)
+		}
+	}
 }
 
 func TestRefString(t *testing.T) {

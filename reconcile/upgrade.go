@@ -354,7 +354,7 @@ func (r *KindReconciler) buildAt(cr kinds.Object, image string) ([]*unstructured
 		return nil, fmt.Errorf("copy %s", klog.KObj(cr))
 	}
 	spec := r.Entry.ServiceSpec(cp)
-	repo, tag := upgrade.SplitImage(image)
+	repo, tag := kinds.ImageSpecParts(image)
 	img := v1.ImageSpec{Repository: repo, Tag: tag}
 	if spec.Image != nil {
 		img.PullPolicy = spec.Image.PullPolicy

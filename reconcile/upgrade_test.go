@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
@@ -42,7 +43,7 @@ func installSnapshotCRDs(t *testing.T, cfg *rest.Config) {
 }
 
 func upgradeCR(name, image string, policy map[string]any, extra map[string]any) *unstructured.Unstructured {
-	repo, tag := upgrade.SplitImage(image)
+	repo, tag := kinds.ImageSpecParts(image)
 	spec := map[string]any{
 		"image":         map[string]any{"repository": repo, "tag": tag},
 		"replicas":      int64(1),
@@ -98,7 +99,7 @@ func view(ctx context.Context, c client.Client, name string) (upView, error) {
 
 func setImage(ctx context.Context, t *testing.T, c client.Client, cr *unstructured.Unstructured, image string) {
 	t.Helper()
-	repo, tag := upgrade.SplitImage(image)
+	repo, tag := kinds.ImageSpecParts(image)
 	cr = cr.DeepCopy()
 	if err := unstructured.SetNestedMap(cr.Object, map[string]any{"repository": repo, "tag": tag}, "spec", "image"); err != nil {
 		t.Fatal(err)

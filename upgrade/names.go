@@ -35,20 +35,3 @@ func NamesOf(name, target string) Names {
 	base := name + "-preflight-" + h
 	return Names{Hash: h, Pod: base, Clone: base + "-clone", Snapshot: base + "-snap", Egress: base + "-egress"}
 }
-
-// SplitImage splits an image reference into the repository and tag an ImageSpec holds, so
-// that Repository + ":" + Tag (or Repository alone without a tag) is ref again. The tag is
-// what follows the last ':' after the last '/', a digest kept with it; a registry port is never
-// a tag.
-func SplitImage(ref string) (repository, tag string) {
-	name, digest, hasDigest := strings.Cut(ref, "@")
-	i := strings.LastIndexByte(name, ':')
-	if i < 0 || strings.ContainsRune(name[i+1:], '/') {
-		return ref, ""
-	}
-	repository, tag = name[:i], name[i+1:]
-	if hasDigest {
-		tag += "@" + digest
-	}
-	return repository, tag
-}

@@ -268,27 +268,3 @@ func TestNames(t *testing.T) {
 		seen[n] = true
 	}
 }
-
-func TestSplitImage(t *testing.T) {
-	for ref, want := range map[string][2]string{
-		"ghcr.io/x/app:v1":                {"ghcr.io/x/app", "v1"},
-		"ghcr.io/x/app":                   {"ghcr.io/x/app", ""},
-		"localhost:5000/x/app":            {"localhost:5000/x/app", ""},
-		"localhost:5000/x/app:v2":         {"localhost:5000/x/app", "v2"},
-		"ghcr.io/x/app:v1@sha256:abc":     {"ghcr.io/x/app", "v1@sha256:abc"},
-		"ghcr.io/x/app@sha256:abc":        {"ghcr.io/x/app@sha256:abc", ""},
-		"localhost:5000/x/app@sha256:abc": {"localhost:5000/x/app@sha256:abc", ""},
-	} {
-		repo, tag := SplitImage(ref)
-		if repo != want[0] || tag != want[1] {
-			t.Errorf("SplitImage(%q) = %q, %q; want %q", ref, repo, tag, want)
-		}
-		back := repo
-		if tag != "" {
-			back += ":" + tag
-		}
-		if back != ref {
-			t.Errorf("SplitImage(%q) does not join back: %q", ref, back)
-		}
-	}
-}

@@ -420,9 +420,8 @@ func (r *Reconciler) failedTags(ctx context.Context, sites []Site, repository st
 func FailedTags(obj map[string]any, repository string) []string {
 	var out []string
 	add := func(image string) {
-		name, tag, _ := splitRef(image)
-		if tag != "" && compareRepo(normalizeRepo(name), repository) != matchNone {
-			out = append(out, tag)
+		if r, err := kinds.ParseImageRef(image); err == nil && r.Tag != "" && compareRepo(normalizeRepo(image), repository) != matchNone {
+			out = append(out, r.Tag)
 		}
 	}
 	hist, _, _ := unstructured.NestedSlice(obj, "status", "upgradeHistory")

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -124,10 +125,11 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 // another one (the image recorded in the history is the truth). It is the git write path of the deploy plane's
 // rollback and of the upgrade machine's revertInGit.
 func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (string, error) {
-	repo, tag, digest := splitRef(image)
-	if digest || tag == "" {
+	ref, err := kinds.ParseImageRef(image)
+	if err != nil || ref.Digest != "" || ref.Tag == "" {
 		return "", fmt.Errorf("set image of %s %s/%s: %q is not a repository:tag image reference", gvk.Kind, namespace, name, image)
 	}
+	repo, tag := ref.Name(), ref.Tag
 	res, err := w.Commit(ctx, ImageChange{CR: Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name},
 		Repository: repo, Tag: tag, MoveRepository: true, Message: message, Path: file})
 	if err != nil {
@@ -302,15 +304,14 @@ func setCRImage(path string, data []byte, cr Object, repository, tag string, mov
 		}
 		s, err = site(data, lines, tagNode, flow || image.Style&yaml.FlowStyle != 0, false, Object{})
 	case yaml.ScalarNode:
-		name, _, _ := splitRef(image.Value)
-		if move && normalizeRepo(name) != want {
+		if move && normalizeRepo(image.Value) != want {
 			s, err = site(data, lines, image, flow, true, Object{})
 			if err == nil {
 				s.refPrefix, s.Current = repository+":", "" // the whole reference changes
 			}
 			break
 		}
-		if normalizeRepo(name) != want {
+		if normalizeRepo(image.Value) != want {
 			return nil, fmt.Errorf("%s: %s declares spec.image %s, the change %s: %w", path, cr, image.Value, repository, ErrRepositoryChange)
 		}
 		s, err = site(data, lines, image, flow, true, Object{})

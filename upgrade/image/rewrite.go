@@ -9,8 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/openuniverse/operator/kinds"
 )
 
 // The rewriter changes the tag value of one image in a YAML file and keeps every other byte:
@@ -118,11 +119,10 @@ func Locate(path string, data []byte, t Target) ([]Site, error) {
 					k, v := n.Content[i], n.Content[i+1]
 					if markerRE != nil && v.Kind == yaml.ScalarNode && (markerRE.MatchString(k.LineComment) || markerRE.MatchString(v.LineComment)) {
 						ref := strings.ContainsAny(v.Value, "/:")
-						name, _, _ := splitRef(v.Value)
 						if s, err := site(data, lines, v, flow, ref, obj); err != nil {
 							problems = append(problems, err.Error())
-						} else if ref && compareRepo(normalizeRepo(name), want) != matchExact {
-							problems = append(problems, fmt.Sprintf("line %d: the marked image %s is not repository %s", v.Line, name, t.Repository))
+						} else if ref && compareRepo(normalizeRepo(v.Value), want) != matchExact {
+							problems = append(problems, fmt.Sprintf("line %d: the marked image %s is not repository %s", v.Line, strings.TrimSuffix(s.refPrefix, ":"), t.Repository))
 						} else {
 							marked = append(marked, s)
 						}
@@ -252,9 +252,7 @@ func imageSite(data []byte, lines []int, v *yaml.Node, flow bool, want string, o
 		s, err := site(data, lines, tag, flow, false, obj)
 		return s, how, err
 	case yaml.ScalarNode:
-		ref := v.Value
-		name, _, _ := splitRef(ref)
-		how := compareRepo(normalizeRepo(name), want)
+		how := compareRepo(normalizeRepo(v.Value), want)
 		if how == matchNone {
 			return Site{}, matchNone, nil
 		}
@@ -337,45 +335,34 @@ func site(data []byte, lines []int, n *yaml.Node, flow, ref bool, obj Object) (S
 		s.Current = raw
 		return s, nil
 	}
-	name, tag, digest := splitRef(raw)
-	if digest {
+	r, err := kinds.ParseImageRef(raw)
+	switch {
+	case err != nil:
+		return s, fmt.Errorf("line %d: %w", n.Line, err)
+	case r.Digest != "":
 		return s, fmt.Errorf("line %d: %s is pinned by digest", n.Line, raw)
-	}
-	if tag == "" {
+	case r.Tag == "":
 		return s, fmt.Errorf("line %d: %s has no tag", n.Line, raw)
 	}
-	s.refPrefix, s.Current = name+":", tag
+	s.refPrefix, s.Current = r.Name()+":", r.Tag
 	return s, nil
 }
 
-// splitRef splits an image reference into name and tag; digest reports an @digest.
-func splitRef(ref string) (name, tag string, digest bool) {
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		return ref[:i], "", true
-	}
-	slash := strings.LastIndexByte(ref, '/')
-	if i := strings.LastIndexByte(ref, ':'); i > slash {
-		return ref[:i], ref[i+1:], false
-	}
-	return ref, "", false
-}
-
-// normalizeRepo is the full name of an image repository as go-containerregistry's name package
-// spells it (WeakValidation): registry host and path, Docker Hub's implicit parts made
-// explicit (x is index.docker.io/library/x), a tag or digest dropped. Two spellings of one
-// repository compare equal; the same path on two registries never does. A name that does not
-// parse is "" (it matches nothing).
+// normalizeRepo is the full name (kinds.ImageRef.Canonical) of r, an image repository or a
+// whole reference: registry host and path, Docker Hub's implicit parts made explicit (x is
+// index.docker.io/library/x), an https:// or http:// prefix and a tag or digest dropped. Two
+// spellings of one repository compare equal; the same path on two registries never does. A
+// name that does not parse is "" (it matches nothing).
 func normalizeRepo(r string) string {
-	r, _, _ = splitRef(strings.TrimSpace(r))
-	r = strings.TrimPrefix(strings.TrimPrefix(r, "https://"), "http://")
+	r = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(r), "https://"), "http://")
 	if host, rest, ok := strings.Cut(r, "/"); ok {
-		r = strings.ToLower(host) + "/" + rest // a host is case-insensitive; name keeps its case
+		r = strings.ToLower(host) + "/" + rest // a host is case-insensitive; a path is not
 	}
-	repo, err := name.NewRepository(r, name.WeakValidation)
+	ref, err := kinds.ParseImageRef(r)
 	if err != nil {
 		return ""
 	}
-	return repo.Name()
+	return ref.Canonical()
 }
 
 // compareRepo: have and want (normalized) are the same repository. Only the full name

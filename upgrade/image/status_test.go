@@ -1,6 +1,7 @@
 package image
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,16 +73,19 @@ func TestFailedTags(t *testing.T) {
 			map[string]any{"image": "ghcr.io/hanzoai/cloud:v1.1.0", "result": "Succeeded"},
 			map[string]any{"image": "ghcr.io/hanzoai/cloud:v1.3.0", "result": "PreflightFailed"},
 			map[string]any{"image": "ghcr.io/other/db:v9", "result": "RolledBack"},
+			// a tag pinned by digest failed as its tag
+			map[string]any{"image": "ghcr.io/hanzoai/cloud:v1.5.0@sha256:" + strings.Repeat("ab", 32), "result": "RolledBack"},
+			map[string]any{"image": "ghcr.io/hanzoai/cloud@sha256:" + strings.Repeat("cd", 32), "result": "RolledBack"},
 		},
 		"upgrade": map[string]any{"phase": "Failed", "targetImage": "ghcr.io/hanzoai/cloud:v1.4.0"},
 	}}
 	got := FailedTags(obj, normalizeRepo("ghcr.io/hanzoai/cloud"))
-	if len(got) != 3 || got[0] != "v1.2.0" || got[1] != "v1.3.0" || got[2] != "v1.4.0" {
+	if strings.Join(got, " ") != "v1.2.0 v1.3.0 v1.5.0 v1.4.0" {
 		t.Fatalf("%v", got)
 	}
 	p, _ := ParsePolicy("")
-	sel, err := Select(p, "v1.1.0", []string{"v1.2.0", "v1.3.0", "v1.4.0"}, got)
-	if err != nil || sel.Tag != "" || sel.Failed != 3 {
+	sel, err := Select(p, "v1.1.0", []string{"v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0"}, got)
+	if err != nil || sel.Tag != "" || sel.Failed != 4 {
 		t.Fatalf("%+v %v", sel, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/upgrade/image"
 )
 
@@ -69,11 +70,13 @@ func (q *Requester) Sweep(ctx context.Context) error {
 	return q.SweepFunc(ctx)
 }
 
-// SetImage sets spec.image.repository and tag, and stamps the sync annotations.
+// SetImage sets spec.image.repository and tag (kinds.ImageSpecParts: a digest rides with the
+// tag), and stamps the sync annotations.
 func (q *Requester) SetImage(ctx context.Context, cr *unstructured.Unstructured, image, by string) error {
+	repo, tag := kinds.ImageSpecParts(image)
 	return q.patch(ctx, cr, map[string]any{
 		"metadata": map[string]any{"annotations": q.stamp(by)},
-		"spec":     map[string]any{"image": map[string]any{"repository": imageRepo(image), "tag": imageTag(image)}},
+		"spec":     map[string]any{"image": map[string]any{"repository": repo, "tag": tag}},
 	})
 }
 

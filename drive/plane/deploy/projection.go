@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -371,19 +370,23 @@ func History(cr *unstructured.Unstructured, git *GitRecord) []RevisionHistory {
 	return out
 }
 
-// imageRepo and imageTag split repository:tag (a port in the registry host is not a tag).
+// imageRepo and imageTag are image's repository and tag as written (kinds.ImageRef): a digest
+// belongs to neither and a registry port is never a tag; a reference that does not parse is a
+// repository without a tag.
 func imageRepo(image string) string {
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[:i]
+	r, err := kinds.ParseImageRef(image)
+	if err != nil {
+		return image
 	}
-	return image
+	return r.Name()
 }
 
 func imageTag(image string) string {
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
+	r, err := kinds.ParseImageRef(image)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return r.Tag
 }
 
 // operationState is the last sync the plane requested, judged by the CR's conditions.

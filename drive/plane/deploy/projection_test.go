@@ -153,6 +153,9 @@ func TestImageSplit(t *testing.T) {
 		"ghcr.io/x/web:v1":         {"ghcr.io/x/web", "v1"},
 		"localhost:5000/web":       {"localhost:5000/web", ""},
 		"localhost:5000/web:1.2.3": {"localhost:5000/web", "1.2.3"},
+		// a digest is neither repository nor tag (was repository ghcr.io/x/web@sha256, tag <hex>)
+		"ghcr.io/x/web@sha256:" + strings.Repeat("ab", 32):    {"ghcr.io/x/web", ""},
+		"ghcr.io/x/web:v1@sha256:" + strings.Repeat("ab", 32): {"ghcr.io/x/web", "v1"},
 	} {
 		if r, g := imageRepo(img), imageTag(img); r != want[0] || g != want[1] {
 			t.Errorf("%s: %s %s", img, r, g)
