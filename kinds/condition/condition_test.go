@@ -164,3 +164,21 @@ func TestStatusApply(t *testing.T) {
 		t.Errorf("LegacyStatusManagers = %v, want the status's update managers", got)
 	}
 }
+
+func TestDropPatch(t *testing.T) {
+	live := []metav1.Condition{{Type: "Ready"}, {Type: "Custom"}, {Type: "Stalled"}, {Type: "Reconciling"}}
+	p, err := condition.DropPatch(live, []metav1.Condition{{Type: "Ready"}, {Type: "Reconciling"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"test","path":"/status/conditions/2/type","value":"Stalled"},{"op":"remove","path":"/status/conditions/2"}]`
+	if string(p) != want {
+		t.Errorf("DropPatch = %s, want %s", p, want)
+	}
+	if p, _ := condition.DropPatch(live, live); p != nil {
+		t.Errorf("DropPatch of nothing dropped = %s", p)
+	}
+	if p, _ := condition.DropPatch([]metav1.Condition{{Type: "Custom"}}, nil); p != nil {
+		t.Errorf("DropPatch removes a condition it does not own: %s", p)
+	}
+}

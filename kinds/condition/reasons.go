@@ -77,7 +77,8 @@ const (
 const (
 	ReasonAgentBound        = "Bound"             // Ready: the agent is bound and ready
 	ReasonAgentNotReady     = "AgentNotReady"     // Progressing: bound, the agent not ready yet
-	ReasonReadOnly          = "ReadOnly"          // Idle: no cloud API configured
+	ReasonReadOnly          = "ReadOnly"          // Idle: no cloud API configured, or the mode only reads
+	ReasonNoTarget          = "NoTarget"          // Idle: no machine named, and the mode may not launch one
 	ReasonCloudError        = "CloudError"        // Transient: the cloud API failed
 	ReasonVisorError        = "VisorError"        // Transient: visor failed
 	ReasonLaunchFailed      = "LaunchFailed"      // Transient: visor could not launch a machine
@@ -100,6 +101,6 @@ var Reasons = []string{
 	ReasonNoNewTag, ReasonPushed, ReasonPushRejected, ReasonRegistryError, ReasonGitError, ReasonTagShapeMissing,
 	ReasonNoMatch, ReasonCurrentNotSemver, ReasonCredentialsError, ReasonForeignFile, ReasonInvalidSpec,
 	ReasonNamespaceUnreadable,
-	ReasonAgentBound, ReasonAgentNotReady, ReasonReadOnly, ReasonCloudError, ReasonVisorError, ReasonLaunchFailed,
+	ReasonAgentBound, ReasonAgentNotReady, ReasonReadOnly, ReasonNoTarget, ReasonCloudError, ReasonVisorError, ReasonLaunchFailed,
 	ReasonBindFailed, ReasonStatusWriteFailed, ReasonMachineNotFound, ReasonMachineTaken,
 }

@@ -3,6 +3,7 @@ package condition
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,4 +42,33 @@ func LegacyStatusManagers(cr metav1.Object) []string {
 		}
 	}
 	return out
+}
+
+// ManagerStatus is the field manager of every status write: server-side apply of the
+// status subresource, apart from the spec's managers.
+const ManagerStatus = "universe-operator-status"
+
+// DropPatch is the JSON patch of the status subresource that removes the Owned conditions
+// live holds and next does not, nil when there are none. A status applier needs it once,
+// where LegacyStatusManagers own live's conditions: an apply that omits a condition another
+// manager owns leaves it in place. Each removal tests the condition's type first, so a
+// status that changed meanwhile fails the patch instead of losing another condition.
+func DropPatch(live, next []metav1.Condition) ([]byte, error) {
+	keep := map[string]bool{}
+	for _, c := range next {
+		keep[c.Type] = true
+	}
+	var ops []map[string]any
+	for i := len(live) - 1; i >= 0; i-- {
+		t := live[i].Type
+		if keep[t] || !slices.Contains(Owned, t) {
+			continue
+		}
+		path := fmt.Sprintf("/status/conditions/%d", i)
+		ops = append(ops, map[string]any{"op": "test", "path": path + "/type", "value": t}, map[string]any{"op": "remove", "path": path})
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(ops)
 }
