@@ -7,6 +7,7 @@ import (
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
@@ -219,6 +220,22 @@ func PodProblem(pods []corev1.Pod) Problem {
 		}
 	}
 	return Problem{}
+}
+
+// Requeue is controller-runtime's answer to a reconcile that ended with err, by its class
+// (condition.ClassOf): a Transient error without a retry interval goes back through the
+// rate limiter's backoff, a Terminal one is logged once and not retried (the spec's change
+// wakes the controller), anything else waits its class's interval. A Blocked error is not
+// returned: the caller reports it (its condition, its log line).
+func Requeue(err error, iv condition.Intervals) (crreconcile.Result, error) {
+	c, _ := condition.ClassOf(err)
+	switch {
+	case c.Backoff(iv):
+		return crreconcile.Result{}, err
+	case c == condition.Terminal:
+		return crreconcile.Result{}, crreconcile.TerminalError(err)
+	}
+	return crreconcile.Result{RequeueAfter: c.After(iv)}, nil
 }
 
 // Equal reports whether two statuses would write the same bytes; the shell patches only
