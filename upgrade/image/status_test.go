@@ -87,7 +87,6 @@ func TestOutcomeTable(t *testing.T) {
 	}
 }
 
-
 func TestInterval(t *testing.T) {
 	for _, c := range []struct {
 		s    *int32
