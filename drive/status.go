@@ -31,6 +31,8 @@ const (
 	ReasonApplyFailed = condition.ReasonApplyFailed
 	ReasonForbidden   = condition.ReasonForbidden
 	ReasonRejected    = condition.ReasonRejected
+	// ReasonReconcileFailed: a step after the build failed for a reason that lasts.
+	ReasonReconcileFailed = condition.ReasonReconcileFailed
 )
 
 // Child is what the shell observed of one applied child.
@@ -47,6 +49,10 @@ type Observation struct {
 	Halt *kinds.Halt
 	// BuildErr is a builder error that is not a Halt: terminal until the spec changes.
 	BuildErr error
+	// PhaseErr is the error of a step after the build (reading the cache, pruning, the
+	// upgrade machine) that retrying cannot fix: the CR is Stalled with its class's reason
+	// (condition.ClassOf; ReasonReconcileFailed when the error names none).
+	PhaseErr error
 	// Denied (403), Rejected (the apiserver found the object invalid: retrying cannot help
 	// until the spec changes) and Failed (anything else, transient) hold one message per
 	// child the apiserver refused.
@@ -105,6 +111,15 @@ func decide(o Observation) condition.Verdict {
 		return condition.Verdict{Class: c, Reason: reason, Message: msg}
 	}
 	switch {
+	case o.PhaseErr != nil:
+		pv := condition.Of(o.PhaseErr)
+		if !pv.Class.Stalled() {
+			pv.Class = condition.Terminal // the shell retries what may pass instead of reporting it
+		}
+		if pv.Reason == "" || pv.Reason == condition.ReasonError {
+			pv.Reason = ReasonReconcileFailed
+		}
+		return pv
 	case o.Halt != nil && o.Halt.Phase == v1.PhaseDegraded:
 		return v(condition.Terminal, o.Halt.Reason, o.Halt.Message)
 	case o.Halt != nil:
@@ -145,7 +160,7 @@ func phase(o Observation, ready bool) v1.Phase {
 	switch {
 	case o.Halt != nil:
 		return o.Halt.Phase
-	case o.BuildErr != nil || len(o.Denied) > 0 || len(o.Rejected) > 0:
+	case o.PhaseErr != nil || o.BuildErr != nil || len(o.Denied) > 0 || len(o.Rejected) > 0:
 		return v1.PhaseDegraded
 	case o.Workload != nil:
 		w := o.Workload
