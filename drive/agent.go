@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,8 +25,17 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
+)
+
+// Condition reasons of an AgentDeployment besides the peers' failures (the registry's,
+// kinds/condition).
+const (
+	ReasonAgentBound    = condition.ReasonAgentBound
+	ReasonAgentNotReady = condition.ReasonAgentNotReady
+	ReasonReadOnly      = condition.ReasonReadOnly
 )
 
 // Binding statuses of an AgentDeployment.
@@ -263,29 +272,39 @@ func (a *Agents) Reconcile(ctx context.Context, req crreconcile.Request) (crreco
 		return crreconcile.Result{}, nil
 	}
 	before := ad.DeepCopy()
-	st := a.ensure(ctx, &ad)
-	if err := a.writeStatus(ctx, before, &ad, st); err != nil {
+	o := a.ensure(ctx, &ad)
+	if err := a.writeStatus(ctx, before, &ad, o); err != nil {
 		return crreconcile.Result{}, err
 	}
+	return crreconcile.Result{RequeueAfter: o.verdict.Class.After(a.intervals())}, nil
+}
+
+// agentRetry is the wait after a peer failed, and while a bound agent is not ready yet.
+const agentRetry = 30 * time.Second
+
+// intervals: a peer's failure and a starting agent are looked at again soon; everything
+// else at the resync (what the peers hold wakes nothing); a spec that must change, never.
+func (a *Agents) intervals() condition.Intervals {
 	resync := a.Resync
 	if resync <= 0 {
 		resync = 5 * time.Minute
 	}
-	if st.transient {
-		resync = 30 * time.Second
-	}
-	return crreconcile.Result{RequeueAfter: resync}, nil
+	return condition.Intervals{Retry: agentRetry, Progress: agentRetry, Resync: resync}
 }
 
-// agentObservation is what one reconcile found and did.
+// agentObservation is what one reconcile found and did, and its verdict (class, reason,
+// message), which sets the conditions and the requeue.
 type agentObservation struct {
 	plan       Plan
 	agentReady bool
 	machineID  string
 	binding    string
-	reason     string
-	message    string
-	transient  bool // retry soon: a peer failed
+	verdict    condition.Verdict
+}
+
+// verdict sets o's verdict.
+func (o *agentObservation) set(c condition.Class, reason, msg string) {
+	o.verdict = condition.Verdict{Class: c, Reason: reason, Message: msg}
 }
 
 func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObservation {
@@ -296,19 +315,16 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 	o := agentObservation{machineID: machine, binding: BindingPending}
 	org, err := a.admit(ctx, ad)
 	if err != nil {
-		var te *kinds.TenancyError
-		if errors.As(err, &te) { // terminal: the spec or the Namespace's labels must change
-			o.binding, o.reason, o.message = BindingError, te.Reason, err.Error()
-			a.Log.Info("agent deployment refused by the tenancy rule; nothing sent", "agentDeployment", ad.Namespace+"/"+ad.Name, "reason", te.Reason)
-			return o
-		}
-		o.reason, o.message, o.transient, o.binding = "NamespaceUnreadable", err.Error(), true, BindingError
+		// a refusal is Blocked (the Namespace's labels) or Terminal (spec.org); a failed
+		// read of the Namespace Transient
+		o.binding, o.verdict = BindingError, condition.Of(err)
+		a.Log.Info("agent deployment not admitted; nothing sent", "agentDeployment", ad.Namespace+"/"+ad.Name, "reason", o.verdict.Reason, "class", o.verdict.Class)
 		return o
 	}
 	o.plan = PlanAgent(a.Mode, a.Cloud != nil && a.Visor != nil, AgentTarget{MachineID: machine, Provider: ad.Spec.Provider})
 	log := a.Log.WithValues("agentDeployment", ad.Namespace+"/"+ad.Name, "plan", o.plan.Provision)
 	fail := func(reason string, err error) agentObservation {
-		o.reason, o.message, o.transient = reason, err.Error(), true
+		o.set(condition.Transient, reason, err.Error())
 		if o.binding != BindingBound {
 			o.binding = BindingError
 		}
@@ -316,12 +332,12 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		return o
 	}
 	if a.Cloud == nil {
-		o.reason, o.message = "ReadOnly", o.plan.Reason
+		o.set(condition.Idle, ReasonReadOnly, o.plan.Reason)
 		return o
 	}
 	agent, err := a.Cloud.GetAgent(ctx, org, ad.Spec.AgentName)
 	if err != nil {
-		return fail("CloudError", err)
+		return fail(condition.ReasonCloudError, err)
 	}
 	if agent == nil && o.plan.MayCreateAgent() {
 		mode := ad.Spec.ExecutionMode
@@ -331,7 +347,7 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 		agent, err = a.Cloud.CreateAgent(ctx, Agent{Name: ad.Spec.AgentName, Org: org, ExecutionMode: mode,
 			Schedule: ad.Spec.Schedule, Replicas: ad.Spec.Replicas, BotVersion: ad.Spec.BotVersion})
 		if err != nil {
-			return fail("CloudError", err)
+			return fail(condition.ReasonCloudError, err)
 		}
 		log.Info("agent created at the cloud API", "agent", ad.Spec.AgentName, "executionMode", mode)
 	}
@@ -341,56 +357,58 @@ func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObserv
 	if a.Visor != nil && machine != "" {
 		m, err := a.Visor.GetMachine(ctx, machine)
 		if err != nil {
-			return fail("VisorError", err)
+			return fail(condition.ReasonVisorError, err)
 		}
 		if m != nil && m.Agent == ad.Spec.AgentName && strings.EqualFold(m.Status, "bound") {
 			o.binding = BindingBound
 		}
 		if m == nil && o.plan.Provision == ProvisionBindExisting {
 			o.binding = BindingError
-			o.reason, o.message = "MachineNotFound", fmt.Sprintf("visor knows no machine %s", machine)
+			o.set(condition.Blocked, condition.ReasonMachineNotFound, fmt.Sprintf("visor knows no machine %s", machine))
 			return o
 		}
 		if m != nil && m.Agent != "" && m.Agent != ad.Spec.AgentName {
 			o.binding = BindingError
-			o.reason, o.message = "MachineTaken", fmt.Sprintf("machine %s is bound to agent %s; not rebinding it", machine, m.Agent)
+			o.set(condition.Blocked, condition.ReasonMachineTaken, fmt.Sprintf("machine %s is bound to agent %s; not rebinding it", machine, m.Agent))
 			return o
 		}
 	}
 	switch o.plan.Provision {
 	case ProvisionReadOnly, ProvisionNoTarget:
-		o.reason, o.message = string(o.plan.Provision), o.plan.Reason
+		msg := o.plan.Reason
 		if agent == nil {
-			o.message += "; the cloud API knows no agent " + ad.Spec.AgentName
+			msg += "; the cloud API knows no agent " + ad.Spec.AgentName
 		}
+		o.set(condition.Idle, string(o.plan.Provision), msg)
 		return o
 	case ProvisionLaunchThenBind:
 		m, err := a.Visor.Launch(ctx, ad.Spec.Provider, org, ad.Spec.AgentName)
 		if err != nil {
-			return fail("LaunchFailed", err)
+			return fail(condition.ReasonLaunchFailed, err)
 		}
 		o.machineID = m.ID
 		log.Info("machine launched", "machine", m.ID, "provider", ad.Spec.Provider)
 		// record the machine before binding, so a failed bind never launches a second one
 		ad.Status.MachineID = m.ID
-		if err := a.Client.Status().Update(ctx, ad); err != nil {
-			return fail("StatusWriteFailed", fmt.Errorf("record launched machine %s: %w", m.ID, err))
+		if err := a.applyStatus(ctx, ad, &ad.Status); err != nil {
+			return fail(condition.ReasonStatusWriteFailed, fmt.Errorf("record launched machine %s: %w", m.ID, err))
 		}
 	}
 	if o.binding != BindingBound {
 		bind := *agent
 		bind.Org = org // the Namespace's, whatever the cloud answered
 		if _, err := a.Visor.BindAgent(ctx, o.machineID, &bind); err != nil {
-			return fail("BindFailed", err)
+			return fail(condition.ReasonBindFailed, err)
 		}
 		log.Info("agent bound to machine", "machine", o.machineID)
 		o.binding = BindingBound
 	}
-	o.reason, o.message = "Bound", fmt.Sprintf("agent %s bound to machine %s", ad.Spec.AgentName, o.machineID)
+	msg := fmt.Sprintf("agent %s bound to machine %s", ad.Spec.AgentName, o.machineID)
 	if !o.agentReady {
-		o.reason, o.message = "AgentNotReady", o.message+"; the agent is not ready yet"
-		o.transient = true
+		o.set(condition.Progressing, ReasonAgentNotReady, msg+"; the agent is not ready yet")
+		return o
 	}
+	o.set(condition.Ready, ReasonAgentBound, msg)
 	return o
 }
 
@@ -403,10 +421,10 @@ func (a *Agents) admit(ctx context.Context, ad *v1.AgentDeployment) (string, err
 	}
 	var ns corev1.Namespace
 	if err := r.Get(ctx, types.NamespacedName{Name: ad.Namespace}, &ns); err != nil {
-		return "", fmt.Errorf("read Namespace %s for its org: %w", ad.Namespace, err)
+		return "", condition.TransientError(condition.ReasonNamespaceUnreadable, fmt.Errorf("read Namespace %s for its org: %w", ad.Namespace, err))
 	}
 	if err := kinds.ValidOrg(ad.Spec.Org); err != nil {
-		return "", fmt.Errorf("spec.org: %w", err)
+		return "", condition.TerminalError(kinds.ReasonInvalidOrg, fmt.Errorf("spec.org: %w", err))
 	}
 	return a.Tenancy.AdmitOrg(ad, &ns, ad.Spec.Org)
 }
@@ -424,31 +442,59 @@ func AgentPhase(agentReady bool, binding string) v1.Phase {
 	}
 }
 
+// writeStatus writes the status o decides (agentStatus), once, when it changed.
 func (a *Agents) writeStatus(ctx context.Context, before, ad *v1.AgentDeployment, o agentObservation) error {
 	now := time.Now
 	if a.Now != nil {
 		now = a.Now
 	}
-	st := ad.Status.DeepCopy()
+	st := agentStatus(ad.Status, ad.Generation, o, now())
+	if equality.Semantic.DeepEqual(before.Status, st) {
+		return nil
+	}
+	return a.applyStatus(ctx, before, &st)
+}
+
+// agentStatus is the status after an observation: the phase, the binding, and the
+// conditions of o's verdict (condition.Verdict.Conditions). It is pure.
+func agentStatus(prev v1.AgentDeploymentStatus, generation int64, o agentObservation, now time.Time) v1.AgentDeploymentStatus {
+	st := *prev.DeepCopy()
 	st.Phase = AgentPhase(o.agentReady, o.binding)
-	st.ObservedGeneration = ad.Generation
+	st.ObservedGeneration = generation
 	st.AgentReady = o.agentReady
 	st.MachineID = o.machineID
 	st.BindingStatus = o.binding
-	if len(o.message) > 256 {
-		o.message = o.message[:256]
+	v := o.verdict
+	if len(v.Message) > 256 {
+		v.Message = v.Message[:256]
 	}
-	st.Message = o.message
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message,
-		ObservedGeneration: ad.Generation, LastTransitionTime: metav1.NewTime(now())}
-	if st.Phase == v1.PhaseRunning {
-		cond.Status = metav1.ConditionTrue
+	st.Message = v.Message
+	st.Conditions = v.Conditions(st.Conditions, generation, metav1.NewTime(now))
+	return st
+}
+
+// applyStatus applies st as the status of ad: server-side apply of the status subresource
+// under condition.ManagerStatus, which owns the conditions it writes. A condition an earlier
+// release's update wrote, and that st drops, is removed first (condition.DropPatch).
+func (a *Agents) applyStatus(ctx context.Context, ad *v1.AgentDeployment, st *v1.AgentDeploymentStatus) error {
+	if len(condition.LegacyStatusManagers(ad)) > 0 {
+		drop, err := condition.DropPatch(ad.Status.Conditions, st.Conditions)
+		if err != nil {
+			return err
+		}
+		if drop != nil {
+			if err := a.Client.Status().Patch(ctx, ad.DeepCopy(), client.RawPatch(types.JSONPatchType, drop), client.FieldOwner(condition.ManagerStatus)); err != nil {
+				return client.IgnoreNotFound(fmt.Errorf("drop conditions of %s/%s: %w", ad.Namespace, ad.Name, err))
+			}
+		}
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
-	if equality.Semantic.DeepEqual(before.Status, *st) {
-		return nil
+	patch, err := condition.StatusApply(a.GVK, ad, st)
+	if err != nil {
+		return err
 	}
-	latest := ad.DeepCopy()
-	latest.Status = *st
-	return a.Client.Status().Patch(ctx, latest, client.MergeFrom(ad))
+	err = a.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(condition.ManagerStatus), client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("apply status of %s/%s: %w", ad.Namespace, ad.Name, err)
+	}
+	return nil
 }

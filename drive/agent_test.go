@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,7 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
@@ -190,6 +192,11 @@ func TestAgentDeploymentModes(t *testing.T) {
 		if ad.Status.ObservedGeneration != ad.Generation {
 			t.Errorf("%s: observedGeneration %d, generation %d", name, ad.Status.ObservedGeneration, ad.Generation)
 		}
+		for _, mf := range ad.ManagedFields { // the status is applied, by the status manager only
+			if mf.Subresource == "status" && (mf.Manager != condition.ManagerStatus || mf.Operation != metav1.ManagedFieldsOperationApply) {
+				t.Errorf("%s: status written by %s (%s), want only %s applying", name, mf.Manager, mf.Operation, condition.ManagerStatus)
+			}
+		}
 		return ad.Status
 	}
 	summary := func(s v1.AgentDeploymentStatus) string {
@@ -293,6 +300,9 @@ func TestAgentDeploymentModes(t *testing.T) {
 		s := reconcile(reconciler(drive.AgentModeOn, true), "taken")
 		if got := summary(s); got != "Degraded Error machine=m-taken agentReady=true Ready=False/MachineTaken" {
 			t.Errorf("status = %s", got)
+		}
+		if !meta.IsStatusConditionTrue(s.Conditions, condition.TypeStalled) {
+			t.Errorf("a taken machine is not Stalled: %+v", s.Conditions)
 		}
 		for _, c := range p.take() {
 			if strings.Contains(c, "bind-agent") {

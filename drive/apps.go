@@ -23,17 +23,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 )
 
 // ManagerDrive is the field manager of the CR's spec.image.tag when drive writes it.
 const ManagerDrive = "universe-operator-drive"
 
-// Event reasons the apps loop records on the CR it drives.
+// Event reasons the apps loop records on the CR it drives (the registry's, kinds/condition).
 const (
-	EventDriveIntended       = "DriveIntended"       // Normal: dry-run, or not allow-listed
-	EventDriven              = "Driven"              // Normal: written and rolled out
-	EventDriveRolloutPending = "DriveRolloutPending" // Warning: written, not rolled out in time
-	EventDriveFailed         = "DriveFailed"         // Warning: the write failed
+	EventDriveIntended       = condition.EventDriveIntended       // Normal: dry-run, or not allow-listed
+	EventDriven              = condition.EventDriven              // Normal: written and rolled out
+	EventDriveRolloutPending = condition.EventDriveRolloutPending // Warning: written, not rolled out in time
+	EventDriveFailed         = condition.EventDriveFailed         // Warning: the write failed
 )
 
 var (

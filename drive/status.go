@@ -6,30 +6,33 @@ import (
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-// Condition types, kstatus vocabulary: Ready is the summary; Reconciling and Stalled are
+// Condition types (condition.Type*): Ready is the summary; Reconciling and Stalled are
 // abnormal-true and present only while true.
 const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
+	ConditionReady       = condition.TypeReady
+	ConditionReconciling = condition.TypeReconciling
+	ConditionStalled     = condition.TypeStalled
 )
 
-// Reasons set by Summarize.
+// Reasons set by Summarize (the registry's, kinds/condition).
 const (
-	ReasonAvailable   = "Available"   // every child is current
-	ReasonNotReady    = "NotReady"    // children are still rolling out
-	ReasonFailed      = "Failed"      // a child failed (e.g. ProgressDeadlineExceeded)
-	ReasonBuildFailed = "BuildFailed" // the spec cannot be built
-	ReasonApplyFailed = "ApplyFailed" // the apiserver refused a child
-	ReasonForbidden   = "Forbidden"   // the operator lacks an RBAC grant
-	ReasonRejected    = "Rejected"    // the apiserver found a child invalid
+	ReasonAvailable   = condition.ReasonAvailable
+	ReasonNotReady    = condition.ReasonNotReady
+	ReasonFailed      = condition.ReasonFailed
+	ReasonBuildFailed = condition.ReasonBuildFailed
+	ReasonApplyFailed = condition.ReasonApplyFailed
+	ReasonForbidden   = condition.ReasonForbidden
+	ReasonRejected    = condition.ReasonRejected
+	// ReasonReconcileFailed: a step after the build failed for a reason that lasts.
+	ReasonReconcileFailed = condition.ReasonReconcileFailed
 )
 
 // Child is what the shell observed of one applied child.
@@ -46,6 +49,10 @@ type Observation struct {
 	Halt *kinds.Halt
 	// BuildErr is a builder error that is not a Halt: terminal until the spec changes.
 	BuildErr error
+	// PhaseErr is the error of a step after the build (reading the cache, pruning, the
+	// upgrade machine) that retrying cannot fix: the CR is Stalled with its class's reason
+	// (condition.ClassOf; ReasonReconcileFailed when the error names none).
+	PhaseErr error
 	// Denied (403), Rejected (the apiserver found the object invalid: retrying cannot help
 	// until the spec changes) and Failed (anything else, transient) hold one message per
 	// child the apiserver refused.
@@ -89,62 +96,60 @@ func Summarize(o Observation) Status {
 	if o.PodProblem != "" {
 		s.Restarts = o.Restarts
 	}
-	ready, reason, msg, stalled, reconciling := decide(o)
-	s.Message = msg
-	s.Phase = phase(o, ready)
-	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: o.Generation, LastTransitionTime: o.Now,
-		})
-	}
-	if ready {
-		set(ConditionReady, metav1.ConditionTrue, reason, msg)
-	} else {
-		set(ConditionReady, metav1.ConditionFalse, reason, msg)
-	}
-	for typ, on := range map[string]bool{ConditionStalled: stalled, ConditionReconciling: reconciling} {
-		if on {
-			set(typ, metav1.ConditionTrue, reason, msg)
-		} else {
-			meta.RemoveStatusCondition(&s.Conditions, typ)
-		}
-	}
+	v := decide(o)
+	s.Message = v.Message
+	s.Phase = phase(o, v.Class == condition.Ready)
+	s.Conditions = v.Conditions(s.Conditions, o.Generation, o.Now)
 	sort.Slice(s.Conditions, func(i, j int) bool { return s.Conditions[i].Type < s.Conditions[j].Type })
 	return s
 }
 
-// decide returns the Ready verdict with its reason and message, and whether the CR is
-// stalled (retrying will not help) or reconciling (progress is expected).
-func decide(o Observation) (ready bool, reason, msg string, stalled, reconciling bool) {
+// decide returns the verdict of an observation: its class (which conditions it sets:
+// condition.Verdict.Conditions), reason and message.
+func decide(o Observation) condition.Verdict {
+	v := func(c condition.Class, reason, msg string) condition.Verdict {
+		return condition.Verdict{Class: c, Reason: reason, Message: msg}
+	}
 	switch {
+	case o.PhaseErr != nil:
+		pv := condition.Of(o.PhaseErr)
+		if !pv.Class.Stalled() {
+			pv.Class = condition.Terminal // the shell retries what may pass instead of reporting it
+		}
+		if pv.Reason == "" || pv.Reason == condition.ReasonError {
+			pv.Reason = ReasonReconcileFailed
+		}
+		return pv
+	case o.Halt != nil && o.Halt.Phase == v1.PhaseDegraded:
+		return v(condition.Terminal, o.Halt.Reason, o.Halt.Message)
 	case o.Halt != nil:
-		return false, o.Halt.Reason, o.Halt.Message, o.Halt.Phase == v1.PhaseDegraded, false
+		return v(condition.Idle, o.Halt.Reason, o.Halt.Message)
 	case o.BuildErr != nil:
-		return false, ReasonBuildFailed, o.BuildErr.Error(), true, false
+		return v(condition.Terminal, ReasonBuildFailed, o.BuildErr.Error())
 	case len(o.Denied) > 0:
-		return false, ReasonForbidden, first(o.Denied), true, false
+		return v(condition.Blocked, ReasonForbidden, first(o.Denied))
 	case len(o.Rejected) > 0:
-		return false, ReasonRejected, first(o.Rejected), true, false
+		return v(condition.Terminal, ReasonRejected, first(o.Rejected))
 	case len(o.Failed) > 0:
-		return false, ReasonApplyFailed, first(o.Failed), false, true
+		return v(condition.Transient, ReasonApplyFailed, first(o.Failed))
 	}
 	for _, c := range o.Children {
 		if c.Status == kstatus.FailedStatus {
-			return false, ReasonFailed, join(c.Ref, c.Message, o.PodProblem), true, false
+			return v(condition.Terminal, ReasonFailed, join(c.Ref, c.Message, o.PodProblem))
 		}
 	}
 	for _, c := range o.Children {
 		if c.Status != kstatus.CurrentStatus {
-			return false, ReasonNotReady, join(c.Ref, c.Message, o.PodProblem), false, true
+			return v(condition.Progressing, ReasonNotReady, join(c.Ref, c.Message, o.PodProblem))
 		}
 	}
 	if w := o.Workload; w != nil {
 		if w.Ready < w.Desired {
-			return false, ReasonNotReady, join(replicasMsg(w), "", o.PodProblem), false, true
+			return v(condition.Progressing, ReasonNotReady, join(replicasMsg(w), "", o.PodProblem))
 		}
-		return true, ReasonAvailable, replicasMsg(w), false, false
+		return v(condition.Ready, ReasonAvailable, replicasMsg(w))
 	}
-	return true, ReasonAvailable, fmt.Sprintf("%d objects applied and current", len(o.Children)), false, false
+	return v(condition.Ready, ReasonAvailable, fmt.Sprintf("%d objects applied and current", len(o.Children)))
 }
 
 func replicasMsg(w *Replicas) string { return fmt.Sprintf("%d/%d replicas ready", w.Ready, w.Desired) }
@@ -155,7 +160,7 @@ func phase(o Observation, ready bool) v1.Phase {
 	switch {
 	case o.Halt != nil:
 		return o.Halt.Phase
-	case o.BuildErr != nil || len(o.Denied) > 0 || len(o.Rejected) > 0:
+	case o.PhaseErr != nil || o.BuildErr != nil || len(o.Denied) > 0 || len(o.Rejected) > 0:
 		return v1.PhaseDegraded
 	case o.Workload != nil:
 		w := o.Workload
@@ -230,6 +235,22 @@ func PodProblem(pods []corev1.Pod) Problem {
 		}
 	}
 	return Problem{}
+}
+
+// Requeue is controller-runtime's answer to a reconcile that ended with err, by its class
+// (condition.ClassOf): a Transient error without a retry interval goes back through the
+// rate limiter's backoff, a Terminal one is logged once and not retried (the spec's change
+// wakes the controller), anything else waits its class's interval. A Blocked error is not
+// returned: the caller reports it (its condition, its log line).
+func Requeue(err error, iv condition.Intervals) (crreconcile.Result, error) {
+	c, _ := condition.ClassOf(err)
+	switch {
+	case c.Backoff(iv):
+		return crreconcile.Result{}, err
+	case c == condition.Terminal:
+		return crreconcile.Result{}, crreconcile.TerminalError(err)
+	}
+	return crreconcile.Result{RequeueAfter: c.After(iv)}, nil
 }
 
 // Equal reports whether two statuses would write the same bytes; the shell patches only

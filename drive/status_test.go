@@ -2,6 +2,7 @@ package drive
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,12 @@ import (
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -49,6 +53,20 @@ func TestSummarize(t *testing.T) {
 			conds:     map[string]cond{"Ready": {"True", ReasonAvailable}},
 			message:   "2/2 replicas ready",
 			readyReps: 2,
+		},
+		"a later step's lasting error: Stalled with its reason, over the children's state": {
+			in: Observation{Generation: 2, Children: current, Workload: &Replicas{Desired: 2, Ready: 2},
+				PhaseErr: fmt.Errorf("delete HorizontalPodAutoscaler/ns/web: %w", apierrors.NewForbidden(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web", errors.New("no delete")))},
+			phase:     v1.PhaseDegraded,
+			conds:     map[string]cond{"Ready": {"False", ReasonForbidden}, "Stalled": {"True", ReasonForbidden}},
+			message:   `delete HorizontalPodAutoscaler/ns/web: horizontalpodautoscalers.autoscaling "web" is forbidden: no delete`,
+			readyReps: 2,
+		},
+		"a later step's unnamed error is ReconcileFailed": {
+			in:      Observation{Generation: 2, Children: current, PhaseErr: condition.TerminalError("", errors.New("status of web: bad json"))},
+			phase:   v1.PhaseDegraded,
+			conds:   map[string]cond{"Ready": {"False", ReasonReconcileFailed}, "Stalled": {"True", ReasonReconcileFailed}},
+			message: "status of web: bad json",
 		},
 		"rolling out: Reconciling, not Stalled": {
 			in: Observation{Generation: 1, Workload: &Replicas{Desired: 2},

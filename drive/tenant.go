@@ -24,6 +24,7 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 )
 
 // ManagerTenants is the field manager of the tenant objects.
@@ -127,14 +128,12 @@ func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crrec
 		log.Info("namespace not onboarded: "+refusals[why], "label", t.Opts.LabelKey, "trustedManagers", t.labelManagers())
 		return crreconcile.Result{}, nil
 	}
-	if err := t.Client.Apply(ctx, t.roleBinding(&ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
-		metricTenants.WithLabelValues("failed").Inc()
-		return crreconcile.Result{}, fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
-	}
-	res, err := t.pullSecret(ctx, &ns)
+	res, err := t.onboard(ctx, &ns)
 	if err != nil {
 		metricTenants.WithLabelValues("failed").Inc()
-		return crreconcile.Result{}, err
+		class, reason := condition.ClassOf(err)
+		log.Info("tenant namespace not onboarded", "class", class, "reason", reason, "error", err.Error())
+		return tenantRequeue(err, t.Opts.Resync)
 	}
 	metricTenants.WithLabelValues(res).Inc()
 	switch res {
@@ -146,6 +145,21 @@ func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crrec
 		log.V(1).Info("tenant namespace onboarded")
 	}
 	return crreconcile.Result{RequeueAfter: t.Opts.Resync}, nil
+}
+
+// tenantRequeue is the answer to an onboarding that failed with err (Requeue): a transient
+// failure backs off, a missing RBAC grant (Blocked) waits for the resync rather than
+// retrying hot, an object the apiserver refuses (Terminal) waits for the Namespace to change.
+func tenantRequeue(err error, resync time.Duration) (crreconcile.Result, error) {
+	return Requeue(err, condition.Intervals{Resync: resync})
+}
+
+// onboard applies the RoleBinding and the pull Secret of ns; it returns the metric's result.
+func (t *Tenants) onboard(ctx context.Context, ns *corev1.Namespace) (string, error) {
+	if err := t.Client.Apply(ctx, t.roleBinding(ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+		return "", fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
+	}
+	return t.pullSecret(ctx, ns)
 }
 
 var refusals = map[string]string{

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/openuniverse/operator/kinds/condition"
 )
 
 // OrgLabel names the org a tenant Namespace belongs to, and the org a CR says it is of (the
@@ -45,6 +47,10 @@ type TenancyError struct {
 }
 
 func (e *TenancyError) Error() string { return e.Reason + ": " + e.Message }
+
+// ErrorClass implements condition.Classified: a refusal is Blocked (the spec or the
+// Namespace's labels must change, and a label change wakes no CR's controller).
+func (e *TenancyError) ErrorClass() (condition.Class, string) { return condition.Blocked, e.Reason }
 
 // Tenancy is the one tenancy rule every loop uses (ImageUpdate, drive, AgentDeployment, tenant
 // onboarding, the deploy plane): a tenant is a namespace; its org is the namespace's OrgLabel,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/children"
 )
@@ -112,8 +113,9 @@ type scope struct {
 }
 
 // phase is one step of a reconcile. An error is an infrastructure failure (reading the
-// cache, deleting a child): classified by ClassOf in finish, it ends the reconcile without
-// a status write.
+// cache, deleting a child), classified by apply.ClassOf in finish: a transient one ends the
+// reconcile without a status write (retried with backoff), any other ends it Stalled with
+// its reason (drive.Observation.PhaseErr).
 type phase func(ctx context.Context, s *scope) error
 
 // phases are the steps of a reconcile, in order. A new step (an image override before
@@ -158,17 +160,18 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 }
 
 // finish ends every reconcile: a phase error is classified once (transient: retried with
-// backoff; terminal: logged, not retried until the CR changes) and leaves the status as it
-// was; otherwise the status is summarized, written once, and the requeue decided by next.
+// backoff, the status left as it was; otherwise: the CR Stalled with its reason, not
+// retried until the CR changes); the status is summarized, written once, and the requeue
+// decided by next.
 func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if err != nil {
-		if apply.ClassOf(err) == apply.Transient {
+		if apply.ClassOf(err) == condition.Transient {
 			log.Info("Reconcile interrupted, retrying with backoff", "error", err.Error())
 			return ctrl.Result{}, err
 		}
-		log.Info("Reconcile failed, not retrying until the CR changes", "error", err.Error())
-		return ctrl.Result{}, apply.TerminalError(err)
+		log.Info("Reconcile failed, Stalled until the CR or the operator's RBAC changes", "error", err.Error())
+		s.obs.PhaseErr = err
 	}
 	s.obs.Denied, s.obs.Rejected, s.obs.Failed = s.outcome.Denied, s.outcome.Rejected, s.outcome.Failed
 	status := drive.Summarize(s.obs)
@@ -179,18 +182,21 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.obs.Now.Time)
 	// A step of the upgrade machine is its state: written at once, never held back.
 	if write || (s.upgrade != nil && s.upgrade.changed) {
-		written, err := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
-		if err != nil {
-			if apply.ClassOf(err) == apply.Transient {
-				log.Info("Status write failed, retrying with backoff", "error", err.Error())
-				return ctrl.Result{}, err
+		written, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
+		if werr != nil {
+			if apply.ClassOf(werr) == condition.Transient {
+				log.Info("Status write failed, retrying with backoff", "error", werr.Error())
+				return ctrl.Result{}, werr
 			}
-			return ctrl.Result{}, apply.TerminalError(err)
+			return ctrl.Result{}, apply.TerminalError(werr)
 		}
 		if written {
 			s.mem.statusAt, s.mem.statusFrom = s.obs.Now.Time, s.cr.GetResourceVersion()
 		}
 		wait = 0
+	}
+	if err != nil {
+		return ctrl.Result{}, apply.TerminalError(err) // Stalled now says why; the CR's change wakes us
 	}
 	if len(s.outcome.Failed) > 0 {
 		s.mem.failures++
@@ -477,7 +483,7 @@ func (r *KindReconciler) logResults(ctx context.Context, cr kinds.Object, result
 			r.event(cr, corev1.EventTypeWarning, apply.EventDriftReverted, "reverted %s (changed by %s)", res.Object.String(), joinNames(res.DriftedBy))
 		case apply.Failed, apply.Denied:
 			metricApplyErrors.WithLabelValues(r.Entry.Kind).Inc()
-			if apply.ClassOf(res.Err) == apply.Transient {
+			if apply.ClassOf(res.Err) == condition.Transient {
 				log.Info("Apply failed, retrying", "object", res.Object.String(), "action", res.Action, "reason", res.Message)
 				continue
 			}

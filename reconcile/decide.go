@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -33,7 +34,7 @@ func outcome(results []apply.Result) Outcome {
 		case res.Action == apply.Denied:
 			o.Denied = append(o.Denied, msg)
 		case res.Action != apply.Failed:
-		case apply.ClassOf(res.Err) == apply.Invalid:
+		case apply.ClassOf(res.Err) == condition.Terminal:
 			o.Rejected = append(o.Rejected, msg)
 		default:
 			o.Failed = append(o.Failed, msg)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds/condition"
 	kindsv1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
@@ -28,22 +30,55 @@ var (
 func TestClassOf(t *testing.T) {
 	cases := map[string]struct {
 		err  error
-		want apply.ErrorClass
+		want condition.Class
 	}{
-		"invalid object (schema, immutable field)": {errInvalid, apply.Invalid},
-		"malformed request":                        {apierrors.NewBadRequest("bad"), apply.Invalid},
-		"forbidden":                                {errDenied, apply.Forbidden},
-		"wrapped forbidden":                        {fmt.Errorf("list pods: %w", errDenied), apply.Forbidden},
-		"conflict":                                 {errConfl, apply.Transient},
-		"throttled":                                {errBusy, apply.Transient},
-		"timeout":                                  {apierrors.NewServerTimeout(grDeploy, "patch", 1), apply.Transient},
-		"network":                                  {fmt.Errorf("get: %w", errors.New("connection refused")), apply.Transient},
-		"already terminal":                         {apply.TerminalError(errors.New("cannot encode")), apply.Invalid},
+		"invalid object (schema, immutable field)": {errInvalid, condition.Terminal},
+		"malformed request":                        {apierrors.NewBadRequest("bad"), condition.Terminal},
+		"forbidden":                                {errDenied, condition.Blocked},
+		"wrapped forbidden":                        {fmt.Errorf("list pods: %w", errDenied), condition.Blocked},
+		"conflict":                                 {errConfl, condition.Transient},
+		"throttled":                                {errBusy, condition.Transient},
+		"timeout":                                  {apierrors.NewServerTimeout(grDeploy, "patch", 1), condition.Transient},
+		"network":                                  {fmt.Errorf("get: %w", errors.New("connection refused")), condition.Transient},
+		"already terminal":                         {apply.TerminalError(errors.New("cannot encode")), condition.Terminal},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := apply.ClassOf(tc.err); got != tc.want {
 				t.Errorf("ClassOf(%v) = %s, want %s", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPhaseErrorTable: the Kind controllers' error → condition → requeue for an error of a
+// phase (not an apply result): a transient one goes back to the backoff with the status
+// untouched; any other ends the reconcile Stalled with its reason and is not requeued.
+func TestPhaseErrorTable(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err     error
+		stalled string // the Stalled reason; "" when the error is retried instead
+	}{
+		"delete forbidden":   {fmt.Errorf("delete HorizontalPodAutoscaler/ns/web: %w", errDenied), condition.ReasonForbidden},
+		"list invalid":       {fmt.Errorf("list pods: %w", errInvalid), condition.ReasonRejected},
+		"terminal elsewhere": {apply.TerminalError(errors.New("read upgrade state: bad json")), condition.ReasonReconcileFailed},
+		"conflict":           {errConfl, ""},
+		"throttled":          {errBusy, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if apply.ClassOf(tc.err) == condition.Transient {
+				if tc.stalled != "" {
+					t.Fatalf("%v is retried, want Stalled %s", tc.err, tc.stalled)
+				}
+				return
+			}
+			st := drive.Summarize(drive.Observation{Generation: 1, PhaseErr: tc.err})
+			c := meta.FindStatusCondition(st.Conditions, condition.TypeStalled)
+			if c == nil || c.Reason != tc.stalled || c.Message != tc.err.Error() {
+				t.Fatalf("Stalled = %+v, want reason %s", c, tc.stalled)
+			}
+			if res, _ := next(st, Outcome{}, Wake{}); res.RequeueAfter != 0 {
+				t.Errorf("requeued after %s, want never (the CR's change wakes it)", res.RequeueAfter)
 			}
 		})
 	}

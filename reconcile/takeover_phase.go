@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/children"
 )
@@ -108,11 +109,11 @@ const (
 	ReasonLeftoverChildren    = "LeftoverChildren"
 )
 
-// Event reasons of the takeover.
+// Event reasons of the takeover (the registry's, kinds/condition).
 const (
-	EventAdopted            = "AdoptedChildren"    // Normal: existing children are now applied by this operator
-	EventLeftover           = "LeftoverChildren"   // Warning: children left in place for the user to remove
-	EventImmutableFieldKept = "ImmutableFieldKept" // Warning: live immutable values kept
+	EventAdopted            = condition.EventAdopted            // Normal: existing children are now applied by this operator
+	EventLeftover           = condition.EventLeftover           // Warning: children left in place for the user to remove
+	EventImmutableFieldKept = condition.EventImmutableFieldKept // Warning: live immutable values kept
 )
 
 // takeoverConditions sets or removes the two takeover conditions on conds: kept immutable

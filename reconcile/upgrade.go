@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
@@ -93,10 +94,10 @@ type GitWriter interface {
 	SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (commit string, err error)
 }
 
-// Events of the revert in git.
+// Events of the revert in git (the registry's, kinds/condition).
 const (
-	EventRevertedInGit     = "UpgradeRevertedInGit"
-	EventRevertInGitFailed = "UpgradeRevertInGitFailed"
+	EventRevertedInGit     = condition.EventRevertedInGit
+	EventRevertInGitFailed = condition.EventRevertInGitFailed
 )
 
 // revertRetry is how soon a failed revert commit is tried again.

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -125,19 +126,19 @@ type Event struct {
 	Warning bool
 }
 
-// The Event reasons.
+// The Event reasons (the registry's, kinds/condition).
 const (
-	ReasonBaselineAdopted   = "UpgradeBaselineAdopted"
-	ReasonStarted           = "UpgradeStarted"
-	ReasonPreflightPassed   = "UpgradePreflightPassed"
-	ReasonPreflightFailed   = "UpgradePreflightFailed"
-	ReasonSucceeded         = "UpgradeSucceeded"
-	ReasonRollingBack       = "UpgradeRollingBack"
-	ReasonRolledBack        = "UpgradeRolledBack"
-	ReasonSuperseded        = "UpgradeSuperseded"
-	ReasonHaltedNoBaseline  = "UpgradeHaltedNoBaseline"
-	ReasonRollbackOverdue   = "UpgradeRollbackOverdue"
-	ReasonFailedPhaseRepair = "UpgradeStatusRepaired"
+	ReasonBaselineAdopted   = condition.ReasonUpgradeBaselineAdopted
+	ReasonStarted           = condition.ReasonUpgradeStarted
+	ReasonPreflightPassed   = condition.ReasonUpgradePreflightPassed
+	ReasonPreflightFailed   = condition.ReasonUpgradePreflightFailed
+	ReasonSucceeded         = condition.ReasonUpgradeSucceeded
+	ReasonRollingBack       = condition.ReasonUpgradeRollingBack
+	ReasonRolledBack        = condition.ReasonUpgradeRolledBack
+	ReasonSuperseded        = condition.ReasonUpgradeSuperseded
+	ReasonHaltedNoBaseline  = condition.ReasonUpgradeHaltedNoBase
+	ReasonRollbackOverdue   = condition.ReasonUpgradeRollbackOverdue
+	ReasonFailedPhaseRepair = condition.ReasonUpgradeStatusRepaired
 )
 
 // Decision is what the shell must do now.

@@ -1,5 +1,7 @@
 package apply
 
+import "github.com/openuniverse/operator/kinds/condition"
+
 // Field managers: who the operator is in managedFields. Each layer applies under its own,
 // so drift attribution and `kubectl get -o yaml --show-managed-fields` tell them apart.
 const (
@@ -9,7 +11,7 @@ const (
 	ManagerGitOps = "universe-operator-gitops"
 	// ManagerStatus writes the status of the CRs (server-side apply of the status
 	// subresource), apart from the spec managers.
-	ManagerStatus = "universe-operator-status"
+	ManagerStatus = condition.ManagerStatus
 	// ManagerInstall applies what `operator install` installs.
 	ManagerInstall = "universe-operator-install"
 	// ManagerWebhook writes the ConfigMap through which a standby hands a push webhook to
@@ -31,8 +33,8 @@ const (
 // Event reasons and actions. The Kind controllers also record the Ready condition's reason
 // (drive.Reason*) when Ready changes.
 const (
-	EventDriftReverted = "DriftReverted" // Warning: someone else had changed the object
-	EventApplyFailed   = "ApplyFailed"   // Warning: the apiserver refused the object
+	EventDriftReverted = condition.EventDriftReverted // Warning: someone else had changed the object
+	EventApplyFailed   = condition.EventApplyFailed   // Warning: the apiserver refused the object
 
 	ActionApply     = "Apply"
 	ActionReconcile = "Reconcile"

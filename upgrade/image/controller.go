@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 )
@@ -113,18 +114,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if r.Sweep != nil {
 			r.Sweep()
 		}
-	} else if !ready(out.Reason) && conditionReason(cr.Status, "Ready") != out.Reason {
+	} else if Class(out.Reason) != condition.Ready && conditionReason(cr.Status, condition.TypeReady) != out.Reason {
 		r.event(cr, corev1.EventTypeWarning, out.Reason, out.Message)
 	}
-	log.V(1).Info("ImageUpdate run", "reason", out.Reason, "current", out.Current, "latest", out.Latest)
-	if out.Reason == ReasonInvalidSpec {
-		return ctrl.Result{}, nil // a spec change wakes us
-	}
-	if tenancyReason(out.Reason) {
-		// a Namespace's label does not wake us: look again at the interval, never sooner
-		return ctrl.Result{RequeueAfter: Interval(cr.Spec.IntervalSeconds, 0, r.Jitter())}, nil
-	}
-	return ctrl.Result{RequeueAfter: Interval(cr.Spec.IntervalSeconds, retryAfter, r.Jitter())}, nil
+	after := Requeue(cr.Spec.IntervalSeconds, out, retryAfter, r.Jitter())
+	log.V(1).Info("ImageUpdate run", "reason", out.Reason, "class", Class(out.Reason), "current", out.Current, "latest", out.Latest, "requeueAfter", after.String())
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // run does one pass and says what happened. It never returns an error: every failure is an
@@ -454,20 +449,36 @@ func (r *Reconciler) event(cr *v1.ImageUpdate, typ, reason, msg string) {
 	}
 }
 
-// writeStatus merge-patches the status when it changed.
+// writeStatus applies the status when it changed: server-side apply of the status
+// subresource under condition.ManagerStatus, which owns the conditions it writes. A
+// condition an earlier release's merge patch wrote, and that next drops, is removed first
+// (condition.DropPatch): the apply alone would leave it to its old owner.
 func (r *Reconciler) writeStatus(ctx context.Context, cr *v1.ImageUpdate, next v1.ImageUpdateStatus) error {
 	if equalStatus(cr.Status, next) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"status": next})
+	if len(condition.LegacyStatusManagers(cr)) > 0 {
+		drop, err := condition.DropPatch(cr.Status.Conditions, next.Conditions)
+		if err != nil {
+			return err
+		}
+		if drop != nil {
+			if err := r.Client.Status().Patch(ctx, cr.DeepCopy(), client.RawPatch(types.JSONPatchType, drop), client.FieldOwner(condition.ManagerStatus)); err != nil {
+				return client.IgnoreNotFound(fmt.Errorf("drop conditions of %s/%s: %w", cr.Namespace, cr.Name, err))
+			}
+		}
+	}
+	gvk, err := r.Client.GroupVersionKindFor(cr)
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Status().Patch(ctx, cr, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patch status of %s/%s: %w", cr.Namespace, cr.Name, err)
+	patch, err := condition.StatusApply(gvk, cr, next)
+	if err != nil {
+		return err
+	}
+	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(condition.ManagerStatus), client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("apply status of %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -230,10 +231,27 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if head.ParentHashes[0] != before.Hash || !strings.HasPrefix(head.Message, "imageupdate: bump "+host+"/hanzo/web v1.0.0 -> v1.1.0") || sweeps.Load() != 1 {
 		t.Fatalf("commit %q parent %v, sweeps %d", head.Message, head.ParentHashes, sweeps.Load())
 	}
+	// The status is applied by the status manager, which owns every field it wrote.
+	for _, mf := range iu.ManagedFields {
+		if mf.Subresource == "status" && (mf.Manager != condition.ManagerStatus || mf.Operation != metav1.ManagedFieldsOperationApply) {
+			t.Fatalf("status written by %s (%s), want only %s applying", mf.Manager, mf.Operation, condition.ManagerStatus)
+		}
+	}
+	// An earlier release merge-patched the status under its own manager, here with a Stalled
+	// condition: the next run, Ready, drops it although the applier never owned it.
+	legacy := iu.DeepCopy()
+	legacy.Status.Conditions = append(legacy.Status.Conditions, metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue,
+		Reason: image.ReasonNoMatch, Message: "written by the merge patch", LastTransitionTime: metav1.Now()})
+	if err := c.Status().Patch(ctx, legacy, client.MergeFrom(iu), client.FieldOwner("operator")); err != nil {
+		t.Fatal(err)
+	}
 	// Again: nothing newer, no commit, no sweep.
 	iu = run("web")
 	if _, rs, _ := reason(iu, "Ready"); rs != image.ReasonNoNewTag || sweeps.Load() != 1 {
 		t.Fatalf("second run %s, sweeps %d", rs, sweeps.Load())
+	}
+	if st, _, msg := reason(iu, "Stalled"); st != "" {
+		t.Fatalf("the merge patch's Stalled condition survived the run: %s %q", st, msg)
 	}
 	if again, _ := headOf(t, g); again.Hash != head.Hash {
 		t.Fatal("a second commit for nothing")
@@ -250,6 +268,9 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	iu = run("outage")
 	if st, rs, _ := reason(iu, "Ready"); st != metav1.ConditionFalse || rs != image.ReasonRegistryError || meta.FindStatusCondition(iu.Status.Conditions, "Stalled") != nil {
 		t.Fatalf("outage: %+v", iu.Status.Conditions)
+	}
+	if st, rs, _ := reason(iu, "Reconciling"); st != metav1.ConditionTrue || rs != image.ReasonRegistryError {
+		t.Fatalf("outage is not Reconciling: %+v", iu.Status.Conditions)
 	}
 	mk("nosecret", host+"/hanzo/web", "apps/web.yaml", "missing")
 	iu = run("nosecret")

@@ -3,37 +3,59 @@ package image
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-// Condition reasons of an ImageUpdate.
+// Condition reasons of an ImageUpdate (the registry's, kinds/condition); Class gives each
+// its class.
 const (
-	ReasonNoNewTag         = "NoNewTag"         // the file is at the newest allowed tag
-	ReasonPushed           = "Pushed"           // a commit with the new tag was pushed
-	ReasonPushRejected     = "PushRejected"     // the push lost every retry to other writers
-	ReasonRegistryError    = "RegistryError"    // listing tags failed (outage, 401, 429)
-	ReasonNoMatch          = "NoMatch"          // the file has no site for the repository
-	ReasonTagShapeMissing  = "TagShapeMissing"  // newer versions exist, none in the file's shape
-	ReasonCurrentNotSemver = "CurrentNotSemver" // the file's tag cannot be ordered
-	ReasonInvalidSpec      = "InvalidSpec"      // policy, repository or path does not parse
-	ReasonCredentialsError = "CredentialsError" // a named Secret is missing or malformed
-	ReasonGitError         = "GitError"         // reading or writing the repository failed
-	ReasonForeignFile      = "ForeignFile"      // the file declares no object of the CR's namespace
-	// ReasonNamespaceUnreadable: the CR's Namespace could not be read (tenancy is unknown).
-	ReasonNamespaceUnreadable = "NamespaceUnreadable"
+	ReasonNoNewTag            = condition.ReasonNoNewTag
+	ReasonPushed              = condition.ReasonPushed
+	ReasonPushRejected        = condition.ReasonPushRejected
+	ReasonRegistryError       = condition.ReasonRegistryError
+	ReasonNoMatch             = condition.ReasonNoMatch
+	ReasonTagShapeMissing     = condition.ReasonTagShapeMissing
+	ReasonCurrentNotSemver    = condition.ReasonCurrentNotSemver
+	ReasonInvalidSpec         = condition.ReasonInvalidSpec
+	ReasonCredentialsError    = condition.ReasonCredentialsError
+	ReasonGitError            = condition.ReasonGitError
+	ReasonForeignFile         = condition.ReasonForeignFile
+	ReasonNamespaceUnreadable = condition.ReasonNamespaceUnreadable
 )
 
-// tenancyReason: the reasons of kinds.Tenancy's refusals.
-func tenancyReason(reason string) bool {
-	switch reason {
-	case kinds.ReasonNamespaceHasNoOrg, kinds.ReasonOrgMismatch, kinds.ReasonInvalidOrg, kinds.ReasonNamespaceMismatch:
-		return true
+// classes: what each reason means. The file in git, a Secret and a Namespace's labels wake
+// no ImageUpdate, so what waits on them is Blocked (looked at again at the interval); only
+// a spec that does not parse is Terminal.
+var classes = map[string]condition.Class{
+	ReasonNoNewTag:            condition.Ready,
+	ReasonPushed:              condition.Ready,
+	ReasonTagShapeMissing:     condition.Idle,
+	ReasonPushRejected:        condition.Transient,
+	ReasonRegistryError:       condition.Transient,
+	ReasonGitError:            condition.Transient,
+	ReasonNamespaceUnreadable: condition.Transient,
+	ReasonNoMatch:             condition.Blocked,
+	ReasonCurrentNotSemver:    condition.Blocked,
+	ReasonCredentialsError:    condition.Blocked,
+	ReasonForeignFile:         condition.Blocked,
+	ReasonInvalidSpec:         condition.Terminal,
+	// kinds.Tenancy's refusals (kinds.TenancyError is Blocked)
+	kinds.ReasonNamespaceHasNoOrg: condition.Blocked,
+	kinds.ReasonOrgMismatch:       condition.Blocked,
+	kinds.ReasonInvalidOrg:        condition.Blocked,
+	kinds.ReasonNamespaceMismatch: condition.Blocked,
+}
+
+// Class is the class of an outcome's reason; an unknown reason is Transient.
+func Class(reason string) condition.Class {
+	if c, ok := classes[reason]; ok {
+		return c
 	}
-	return false
+	return condition.Transient
 }
 
 // Outcome is what one run of an ImageUpdate observed and did; Summarize turns it into status.
@@ -53,20 +75,8 @@ type Push struct {
 	At          time.Time
 }
 
-// stalled reports reasons that need a person: the spec, a Secret or the file must change.
-func stalled(reason string) bool {
-	switch reason {
-	case ReasonNoMatch, ReasonCurrentNotSemver, ReasonInvalidSpec, ReasonCredentialsError, ReasonForeignFile:
-		return true
-	}
-	return tenancyReason(reason)
-}
-
-// ready reports reasons that mean the file is where the policy wants it.
-func ready(reason string) bool { return reason == ReasonNoNewTag || reason == ReasonPushed }
-
-// Summarize computes the next status from the previous one and an outcome: Ready and
-// Stalled conditions, phase Running or Degraded, latestTag, and the push fields only when a
+// Summarize computes the next status from the previous one and an outcome: the conditions
+// of its class (condition.Verdict), phase Degraded when Stalled and Running otherwise, latestTag, and the push fields only when a
 // push happened. It is pure; now stamps changed conditions and a push.
 func Summarize(prev v1.ImageUpdateStatus, generation int64, o Outcome, now time.Time) v1.ImageUpdateStatus {
 	next := *prev.DeepCopy()
@@ -81,24 +91,21 @@ func Summarize(prev v1.ImageUpdateStatus, generation int64, o Outcome, now time.
 		t := metav1.NewTime(o.Pushed.At)
 		next.LastPushedTag, next.LastCommit, next.LastPushTime = o.Pushed.Tag, o.Pushed.Commit, &t
 	}
-	mt := metav1.NewTime(now)
-	set := func(typ string, st metav1.ConditionStatus) {
-		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: typ, Status: st, Reason: o.Reason,
-			Message: o.Message, ObservedGeneration: generation, LastTransitionTime: mt})
-	}
-	if ready(o.Reason) {
-		set("Ready", metav1.ConditionTrue)
-	} else {
-		set("Ready", metav1.ConditionFalse)
-	}
-	if stalled(o.Reason) {
-		set("Stalled", metav1.ConditionTrue)
+	v := condition.Verdict{Class: Class(o.Reason), Reason: o.Reason, Message: o.Message}
+	next.Conditions = v.Conditions(next.Conditions, generation, metav1.NewTime(now))
+	next.Phase = v1.PhaseRunning
+	if v.Class.Stalled() {
 		next.Phase = v1.PhaseDegraded
-	} else {
-		meta.RemoveStatusCondition(&next.Conditions, "Stalled")
-		next.Phase = v1.PhaseRunning
 	}
 	return next
+}
+
+// Requeue is when to run o's ImageUpdate again: the interval, the registry's Retry-After
+// when longer after a Transient failure, never for a spec that does not parse (its change
+// wakes the controller). u is the jitter's draw.
+func Requeue(seconds *int32, o Outcome, retryAfter time.Duration, u float64) time.Duration {
+	every := Interval(seconds, 0, u)
+	return Class(o.Reason).After(condition.Intervals{Retry: max(every, retryAfter), Progress: every, Resync: every})
 }
 
 // Interval is the wait until the next run: intervalSeconds (300 when unset, never under 60)

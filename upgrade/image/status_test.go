@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
@@ -46,6 +48,43 @@ func TestSummarize(t *testing.T) {
 	}
 	if !equalStatus(s, Summarize(s, 2, Outcome{Reason: ReasonNoNewTag, Current: "v2"}, now.Add(time.Hour))) {
 		t.Fatal("the same outcome later is a status change")
+	}
+}
+
+// TestOutcomeTable: every reason of an ImageUpdate → its conditions → when it runs again.
+func TestOutcomeTable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	every := 120 * time.Second // intervalSeconds 120, no jitter
+	for _, tc := range []struct {
+		reason                      string
+		ready, stalled, reconciling bool
+		after                       time.Duration // with a registry Retry-After of 10 min
+	}{
+		{ReasonNoNewTag, true, false, false, every},
+		{ReasonPushed, true, false, false, every},
+		{ReasonTagShapeMissing, false, false, false, every},
+		{ReasonPushRejected, false, false, true, 10 * time.Minute},
+		{ReasonRegistryError, false, false, true, 10 * time.Minute},
+		{ReasonGitError, false, false, true, 10 * time.Minute},
+		{ReasonNamespaceUnreadable, false, false, true, 10 * time.Minute},
+		{ReasonNoMatch, false, true, false, every},
+		{ReasonCurrentNotSemver, false, true, false, every},
+		{ReasonCredentialsError, false, true, false, every},
+		{ReasonForeignFile, false, true, false, every},
+		{kinds.ReasonOrgMismatch, false, true, false, every}, // a Namespace's label wakes nothing: never sooner
+		{kinds.ReasonNamespaceHasNoOrg, false, true, false, every},
+		{ReasonInvalidSpec, false, true, false, 0}, // the spec's change wakes it
+	} {
+		o := Outcome{Reason: tc.reason, Message: "m"}
+		s := Summarize(v1.ImageUpdateStatus{}, 1, o, now)
+		got := [3]bool{meta.IsStatusConditionTrue(s.Conditions, condition.TypeReady), meta.IsStatusConditionTrue(s.Conditions, condition.TypeStalled),
+			meta.IsStatusConditionTrue(s.Conditions, condition.TypeReconciling)}
+		if got != [3]bool{tc.ready, tc.stalled, tc.reconciling} {
+			t.Errorf("%s: ready, stalled, reconciling = %v", tc.reason, got)
+		}
+		if after := Requeue(ptr(int32(120)), o, 10*time.Minute, 0); after != tc.after {
+			t.Errorf("%s: requeue after %s, want %s", tc.reason, after, tc.after)
+		}
 	}
 }
 
