@@ -3,7 +3,6 @@ package luxnetwork
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -477,11 +476,6 @@ func deref[T any](p *T, def T) T {
 		return *p
 	}
 	return def
-}
-
-// Describe is a one-line summary for messages.
-func Describe(in *LuxNetwork) string {
-	return fmt.Sprintf("LuxNetwork %s/%s (network %d, %d validators)", in.Namespace, in.Name, in.Spec.NetworkID, in.Spec.Validators)
 }
 
 // Resources is the luxfi operator's resource requirements of spec.resources: 100m and 256Mi
