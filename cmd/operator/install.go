@@ -33,7 +33,7 @@ func defaultImage() string { return "ghcr.io/openuniverse/operator:" + version }
 // --name=value when given (or when installDefaults sets it), so a new run flag is installable
 // the day it is added; TestEveryRunSettingIsInstallable fails for a field neither passed nor
 // listed here.
-var processLocal = map[string]string{
+var processLocal = map[string]string{ //nolint:gosec // G101: flag names and reasons, no credential
 	"config":                               "install renders every setting as a flag of the Deployment; a file would be a second source",
 	"kubeconfig":                           "the pod uses its ServiceAccount's in-cluster config",
 	"api-group":                            "install's own --api-group; the pod gets OPERATOR_API_GROUP",

@@ -319,7 +319,7 @@ func ToLuxRuntime(in *LuxNetwork) (*v1.LuxRuntime, *Takeover, error) {
 		}
 		mu = deref(u.MaxUnavailable, 1)
 	}
-	rs.UpgradeStrategy = &v1.LuxUpgradeStrategy{MaxUnavailable: ptr.To(int32(mu))} //nolint:gosec // small
+	rs.UpgradeStrategy = &v1.LuxUpgradeStrategy{MaxUnavailable: ptr.To(int32(mu))}
 	return out, t, nil
 }
 

@@ -73,7 +73,7 @@ func NewGitData(t testing.TB, token string, files map[string]string) (*GitData, 
 }
 
 func hash(kind string, b []byte) string {
-	h := sha1.Sum(append([]byte(kind+"\x00"), b...)) //nolint:gosec
+	h := sha1.Sum(append([]byte(kind+"\x00"), b...)) //nolint:gosec // git object ids are SHA-1
 	return hex.EncodeToString(h[:])
 }
 
