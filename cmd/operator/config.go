@@ -229,6 +229,8 @@ func envFlag(flag string) string {
 // loadConfig resolves every flag of fs that the command line left alone from the
 // environment (environ, as os.Environ) and the file named by --config, in the precedence
 // above, and fills the loops' legacy credentials and decisions into o. fs must be o's flags.
+//
+//nolint:funlen // the precedence reads in one place: flag, OPERATOR_*, legacy variable, --config
 func loadConfig(fs *pflag.FlagSet, o *runOptions, environ []string) (*loaded, error) {
 	env := map[string]string{}
 	for _, kv := range environ {
