@@ -41,7 +41,7 @@ const (
 )
 
 // defaultEVMConfig is the chain config.json the luxfi operator writes for C and every chain
-// when evmConfig is not set (src/controller.rs L961).
+// when evmConfig is not set (src/controller.rs at 552ce16).
 const defaultEVMConfig = `{"admin-api-enabled":true,"eth-apis":["eth","eth-filter","net","web3","internal-eth","internal-blockchain","internal-transaction","internal-tx-pool","internal-account","internal-personal","debug","internal-debug","admin"],"rpc-gas-cap":50000000,"rpc-tx-fee-cap":100,"pruning-enabled":false,"allow-unfinalized-queries":true,"allow-unprotected-txs":true,"log-level":"info","state-sync-enabled":false,"allow-missing-tries":true}`
 
 // FieldError is a LuxNetwork field this operator refuses: Field names it, Why says why.
@@ -391,7 +391,7 @@ func nodeFlags(s *LuxNetworkSpec) map[string]string {
 	return f
 }
 
-// kmsSecret is the luxfi KMSSecret <cr>-staking-kms-sync spec (src/controller.rs L1567).
+// kmsSecret is the luxfi KMSSecret <cr>-staking-kms-sync spec (src/controller.rs at 552ce16).
 func kmsSecret(in *LuxNetwork, k *StakingSpec) map[string]any {
 	m := k.KMS
 	ns := or(m.Auth.CredentialsNamespace, in.Namespace)
