@@ -130,6 +130,8 @@ type SecretKey struct {
 }
 
 // Where the Deployment mounts the Secrets of InstallOptions, read-only.
+//
+//nolint:gosec // G101: mount paths, no credential
 const (
 	TokenFile             = "/var/run/secrets/openuniverse.dev/gitops-token/token"
 	WebhookSecretFile     = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
