@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // git object ids
+	"crypto/sha1" // git object ids
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -296,7 +296,7 @@ func newBenchGitHub(b *testing.B) *benchGitHub {
 func (f *benchGitHub) push(_ *testing.B, files map[string][]byte) (string, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := sha1.New() //nolint:gosec // git object ids
+	h := sha1.New() // git object ids
 	fmt.Fprint(h, f.head)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		f.files[p] = files[p]

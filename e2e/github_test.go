@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"crypto/sha1" //nolint:gosec // git object ids are SHA-1
+	"crypto/sha1" // git object ids are SHA-1
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -56,7 +56,7 @@ func newFakeGitHub(t *testing.T, token string) (*fakeGitHub, *httptest.Server) {
 }
 
 func gitBlobID(b []byte) string {
-	h := sha1.New() //nolint:gosec // git object ids
+	h := sha1.New() // git object ids
 	fmt.Fprintf(h, "blob %d\x00", len(b))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
@@ -66,7 +66,7 @@ func gitBlobID(b []byte) string {
 func (f *fakeGitHub) commit(files map[string][]byte) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := sha1.New() //nolint:gosec // git object ids
+	h := sha1.New() // git object ids
 	fmt.Fprint(h, f.head)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		f.files[p] = files[p]

@@ -110,7 +110,7 @@ func TestSecureMetricsOnTheInstalledRole(t *testing.T) {
 	}
 
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed serving cert
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the operator's self-signed serving cert
 	get := func(bearer string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+op.metrics+"/metrics", nil)
 		if bearer != "" {

@@ -105,7 +105,7 @@ func sanitizeVersion(tag string) string {
 		b = b[:63]
 	}
 	s := string(b)
-	return strings.TrimFunc(s, func(r rune) bool { return r > 127 || !isAlnum(byte(r)) })
+	return strings.TrimFunc(s, func(r rune) bool { return r > 127 || !isAlnum(byte(r)) }) //nolint:gosec // G115: r <= 127 where it is a byte
 }
 
 func isAlnum(c byte) bool {

@@ -74,8 +74,8 @@ const (
 	luxMPCStorage        = "10Gi"
 	luxMPCSecret         = "mpc-secrets"
 	luxDefaultHTTPPort   = 9650
-	luxIndexerRPCPort    = 9630 // what the luxfi operator hard-coded when the network is unknown
-	luxPullSecret        = "registry-hanzo"
+	luxIndexerRPCPort    = 9630             // what the luxfi operator hard-coded when the network is unknown
+	luxPullSecret        = "registry-hanzo" //nolint:gosec // G101: the pull Secret's name, not its data
 	luxGatewayConfigHash = "lux.network/config-hash"
 	luxRoleLabel         = "lux.network/role"
 )

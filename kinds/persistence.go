@@ -169,7 +169,7 @@ type replicateAge struct {
 
 // config renders replicate.yml: the header comment, then the marshalled document.
 func (p *persistence) config() ([]byte, error) {
-	r := replicateReplica{
+	r := replicateReplica{ //nolint:gosec // G101: ${S3_*} placeholders replicate expands from the Secret's env
 		Type:            "s3",
 		Bucket:          p.Bucket,
 		Path:            p.S3Path,

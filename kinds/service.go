@@ -84,7 +84,6 @@ func buildServiceWith(o owner, s *v1.ServiceSpec, opt serviceOptions) ([]*unstru
 	return out, nil
 }
 
-//nolint:funlen // one field per line of the contract
 func deployment(o owner, s *v1.ServiceSpec, labels map[string]string, p *persistence, version string) *appsv1.Deployment {
 	sel := selectorLabels(o.Name)
 	main := corev1.Container{

@@ -86,8 +86,6 @@ func fleetStorage(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 // prints is exactly what the controllers applied (a server-side dry-run of the rendered set
 // under the controllers' field manager changes nothing), and a LuxChain added later is served
 // by its network.
-//
-//nolint:gocyclo,funlen // one fleet, checked end to end
 func TestLuxFleetBecomesReady(t *testing.T) {
 	cfg, _ := testbed.FullCluster(t)
 	c, err := client.New(cfg, client.Options{})

@@ -229,6 +229,8 @@ func envFlag(flag string) string {
 // loadConfig resolves every flag of fs that the command line left alone from the
 // environment (environ, as os.Environ) and the file named by --config, in the precedence
 // above, and fills the loops' legacy credentials and decisions into o. fs must be o's flags.
+//
+//nolint:funlen // the precedence reads in one place: flag, OPERATOR_*, legacy variable, --config
 func loadConfig(fs *pflag.FlagSet, o *runOptions, environ []string) (*loaded, error) {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -432,7 +434,7 @@ func (l *loaded) describe(flag string) string {
 // readConfigFile reads a YAML map of flag names to values, strictly: a key that is no flag
 // of fs, or a duplicate key, is an error naming it. Lists are comma-joined.
 func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the file --config names, read by its own operator
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}

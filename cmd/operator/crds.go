@@ -38,11 +38,11 @@ func newCRDsCommand() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(bundle)
 				return err
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			if err := os.MkdirAll(out, 0o755); err != nil { //nolint:gosec // G301: CRD manifests to commit and share, not secrets
 				return fmt.Errorf("create %s: %w", out, err)
 			}
 			path := filepath.Join(out, group+".yaml")
-			if err := os.WriteFile(path, bundle, 0o644); err != nil {
+			if err := os.WriteFile(path, bundle, 0o644); err != nil { //nolint:gosec // G306: CRD manifests to commit and share, not secrets
 				return fmt.Errorf("write %s: %w", path, err)
 			}
 			return nil

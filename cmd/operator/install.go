@@ -33,7 +33,7 @@ func defaultImage() string { return "ghcr.io/openuniverse/operator:" + version }
 // --name=value when given (or when installDefaults sets it), so a new run flag is installable
 // the day it is added; TestEveryRunSettingIsInstallable fails for a field neither passed nor
 // listed here.
-var processLocal = map[string]string{
+var processLocal = map[string]string{ //nolint:gosec // G101: flag names and reasons, no credential
 	"config":                               "install renders every setting as a flag of the Deployment; a file would be a second source",
 	"kubeconfig":                           "the pod uses its ServiceAccount's in-cluster config",
 	"api-group":                            "install's own --api-group; the pod gets OPERATOR_API_GROUP",
@@ -190,6 +190,36 @@ func (f *installFlags) passThrough() []string {
 // complete turns the pass-through flags into the Deployment's `operator run` arguments and
 // refuses what the installed operator could not run with.
 func (f *installFlags) complete() error {
+	f.deriveRunArgs()
+	switch {
+	case f.o.Replicas < 1:
+		return fmt.Errorf("--replicas %d: want at least 1", f.o.Replicas)
+	case f.o.Shards < 0:
+		return fmt.Errorf("--shards %d: want 0 or more", f.o.Shards)
+	case f.o.CRDsOnly:
+		return nil
+	}
+	if err := f.plane.complete(f.fs, &f.o); err != nil {
+		return err
+	}
+	if err := f.checkSource(); err != nil {
+		return err
+	}
+	if err := checkLoops(f.o.Controllers); err != nil {
+		return err
+	}
+	if _, err := newLogger(f.run.LogFormat, f.run.LogLevel); err != nil {
+		return err
+	}
+	if err := f.checkDriveAndAgents(); err != nil {
+		return err
+	}
+	return f.completePlane()
+}
+
+// deriveRunArgs sets the options install derives from the run flags: the Deployment's
+// arguments, the namespaces the RBAC covers, the Lease and the loops.
+func (f *installFlags) deriveRunArgs() {
 	r := f.run
 	get := func(name string) string { return flagValue(f.fs.Lookup(name)) }
 	f.o.RunArgs = f.passThrough()
@@ -218,19 +248,12 @@ func (f *installFlags) complete() error {
 		}
 	}
 	f.o.Controllers = slices.Clone(r.Controllers)
-	gitURL, repo := r.Git.URL, r.GitHub.Repository
+}
+
+// checkSource refuses a git source the installed operator could not run with.
+func (f *installFlags) checkSource() error {
+	gitURL, repo := f.run.Git.URL, f.run.GitHub.Repository
 	hasSource := gitURL != "" || repo != ""
-	switch {
-	case f.o.Replicas < 1:
-		return fmt.Errorf("--replicas %d: want at least 1", f.o.Replicas)
-	case f.o.Shards < 0:
-		return fmt.Errorf("--shards %d: want 0 or more", f.o.Shards)
-	case f.o.CRDsOnly:
-		return nil
-	}
-	if err := f.plane.complete(f.fs, &f.o); err != nil {
-		return err
-	}
 	switch {
 	case gitURL != "" && repo != "":
 		return errors.New("set one of --git-url and --github-repository, not both")
@@ -247,13 +270,13 @@ func (f *installFlags) complete() error {
 	case f.o.Shards > 0 && f.runFlags.Changed("watch-label-selector"):
 		return errors.New("--watch-label-selector and --shards: the shards set the selectors themselves")
 	}
-	if err := checkLoops(f.o.Controllers); err != nil {
-		return err
-	}
-	if _, err := newLogger(r.LogFormat, r.LogLevel); err != nil {
-		return err
-	}
-	d := r.Drive
+	return nil
+}
+
+// checkDriveAndAgents refuses drive and agents settings for loops --controllers does not run,
+// and URLs without the Secret of their token.
+func (f *installFlags) checkDriveAndAgents() error {
+	d := f.run.Drive
 	drive, agents := slices.Contains(f.o.Controllers, loopDrive), slices.Contains(f.o.Controllers, loopAgents)
 	switch {
 	case !drive && (f.o.DriveTokenSecret.Name != "" || d.PlatformURL != ""):
@@ -267,6 +290,12 @@ func (f *installFlags) complete() error {
 	case d.VisorURL != "" && f.o.AgentVisorSecret == "":
 		return errors.New("--agent-visor-url needs --agent-visor-secret (keys client-id and client-secret)")
 	}
+	return nil
+}
+
+// completePlane checks the in-process deploy plane's settings and sets its port.
+func (f *installFlags) completePlane() error {
+	r := f.run
 	if p := r.Plane; p.Enabled() {
 		if p.Auth.Issuer == "" {
 			return errors.New("--deploy-plane-bind-address needs --deploy-plane-oidc-issuer: the plane never runs open")

@@ -20,11 +20,6 @@ func ToMPC(in *MPC) *v1.MPC {
 	return &v1.MPC{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}
 }
 
-// ToValidator converts a HIP-era Validator to the canonical Validator.
-func ToValidator(in *Validator) *v1.Validator {
-	return &v1.Validator{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}
-}
-
 // ToIndexer converts a HIP-era Indexer to the canonical Indexer.
 func ToIndexer(in *Indexer) *v1.Indexer {
 	return &v1.Indexer{ObjectMeta: *in.ObjectMeta.DeepCopy(), Spec: *in.Spec.DeepCopy(), Status: *in.Status.DeepCopy()}

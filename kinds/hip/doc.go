@@ -6,8 +6,9 @@
 // They are served so that such CRs keep working, with schemas that accept the HIP shapes
 // (Network.networkID as a string, Network.validators as an object, Chain.chain.vmID and
 // subnetID), and converted in Go to the canonical v1 Kinds by ToMPC, ToNetwork, ToChain,
-// ToValidator, ToIndexer, ToExplorer, ToLuxRuntime, ToNodeFleet and SubnetChains. Subnet has no canonical Kind; its
-// chains convert to Chain specs. The CRDs carry no short names, which belong to the
+// ToIndexer, ToExplorer, ToLuxRuntime, ToNodeFleet and SubnetChains. Validator builds
+// nothing (nor does the canonical one), so it needs no conversion. Subnet has no canonical
+// Kind; its chains convert to Chain specs. The CRDs carry no short names, which belong to the
 // canonical Kinds.
 //
 // +kubebuilder:object:generate=true

@@ -3,7 +3,6 @@ package luxnetwork
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -42,7 +41,7 @@ const (
 )
 
 // defaultEVMConfig is the chain config.json the luxfi operator writes for C and every chain
-// when evmConfig is not set (src/controller.rs L961).
+// when evmConfig is not set (src/controller.rs at 552ce16).
 const defaultEVMConfig = `{"admin-api-enabled":true,"eth-apis":["eth","eth-filter","net","web3","internal-eth","internal-blockchain","internal-transaction","internal-tx-pool","internal-account","internal-personal","debug","internal-debug","admin"],"rpc-gas-cap":50000000,"rpc-tx-fee-cap":100,"pruning-enabled":false,"allow-unfinalized-queries":true,"allow-unprotected-txs":true,"log-level":"info","state-sync-enabled":false,"allow-missing-tries":true}`
 
 // FieldError is a LuxNetwork field this operator refuses: Field names it, Why says why.
@@ -320,7 +319,7 @@ func ToLuxRuntime(in *LuxNetwork) (*v1.LuxRuntime, *Takeover, error) {
 		}
 		mu = deref(u.MaxUnavailable, 1)
 	}
-	rs.UpgradeStrategy = &v1.LuxUpgradeStrategy{MaxUnavailable: ptr.To(int32(mu))} //nolint:gosec // small
+	rs.UpgradeStrategy = &v1.LuxUpgradeStrategy{MaxUnavailable: ptr.To(int32(mu))}
 	return out, t, nil
 }
 
@@ -392,7 +391,7 @@ func nodeFlags(s *LuxNetworkSpec) map[string]string {
 	return f
 }
 
-// kmsSecret is the luxfi KMSSecret <cr>-staking-kms-sync spec (src/controller.rs L1567).
+// kmsSecret is the luxfi KMSSecret <cr>-staking-kms-sync spec (src/controller.rs at 552ce16).
 func kmsSecret(in *LuxNetwork, k *StakingSpec) map[string]any {
 	m := k.KMS
 	ns := or(m.Auth.CredentialsNamespace, in.Namespace)
@@ -477,11 +476,6 @@ func deref[T any](p *T, def T) T {
 		return *p
 	}
 	return def
-}
-
-// Describe is a one-line summary for messages.
-func Describe(in *LuxNetwork) string {
-	return fmt.Sprintf("LuxNetwork %s/%s (network %d, %d validators)", in.Namespace, in.Name, in.Spec.NetworkID, in.Spec.Validators)
 }
 
 // Resources is the luxfi operator's resource requirements of spec.resources: 100m and 256Mi

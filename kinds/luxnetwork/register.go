@@ -9,7 +9,7 @@ import (
 // The groups and version the luxfi operator serves.
 const (
 	Group        = "lux.network"
-	SecretsGroup = "secrets.lux.network"
+	SecretsGroup = "secrets.lux.network" //nolint:gosec // G101: an API group name
 	Version      = "v1alpha1"
 )
 

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -281,16 +282,26 @@ func probe(p *v1.ProbeSpec, k *corev1.Probe) *v1.ProbeSpec {
 	return p
 }
 
+// portNumber is a probe's port as a number: a named port, or a number outside 0-65535 (a
+// string port may hold any), is 0, unset; never an int32 wrapped around.
+func portNumber(p intstr.IntOrString) int32 {
+	n := p.IntValue()
+	if n < 0 || n > 65535 {
+		return 0
+	}
+	return int32(n)
+}
+
 func fromCoreProbe(k *corev1.Probe) *v1.ProbeSpec {
 	p := &v1.ProbeSpec{InitialDelaySeconds: k.InitialDelaySeconds, PeriodSeconds: k.PeriodSeconds}
 	switch {
 	case k.Exec != nil:
 		p.Exec = &v1.ExecAction{Command: k.Exec.Command}
 	case k.TCPSocket != nil:
-		p.TCPSocket = &v1.TCPSocketAction{Port: int32(k.TCPSocket.Port.IntValue())}
+		p.TCPSocket = &v1.TCPSocketAction{Port: portNumber(k.TCPSocket.Port)}
 	case k.HTTPGet != nil:
 		p.Path = k.HTTPGet.Path
-		p.Port = int32(k.HTTPGet.Port.IntValue())
+		p.Port = portNumber(k.HTTPGet.Port)
 	default:
 		return nil
 	}

@@ -73,6 +73,21 @@ func TestToService(t *testing.T) {
 				LivenessProbe:  &v1.ProbeSpec{Path: "/health", Port: 9000, InitialDelaySeconds: 5, PeriodSeconds: 10},
 			},
 		},
+		"probe port out of range": {
+			reason: "a string port past 65535 is no port: unset, not wrapped into int32 (2^32+8000 was port 8000)",
+			in: v1alpha1.HanzoServiceSpec{
+				Image: v1.ImageSpec{Repository: "r"},
+				Probes: &v1alpha1.Probes{
+					Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("4294975296")}}},
+					Liveness:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("65536")}}},
+				},
+			},
+			want: v1.ServiceSpec{
+				Image: defaultedImage("r"), Replicas: ptr.To[int32](1), Strategy: "RollingUpdate",
+				ReadinessProbe: &v1.ProbeSpec{Path: "/healthz", Port: 0, InitialDelaySeconds: 5, PeriodSeconds: 10},
+				LivenessProbe:  &v1.ProbeSpec{TCPSocket: &v1.TCPSocketAction{Port: 0}, InitialDelaySeconds: 5, PeriodSeconds: 10},
+			},
+		},
 		"autoscaling spellings": {
 			reason: "targetCpuUtilization wins over targetCPUUtilization, which wins over the percentage",
 			in: v1alpha1.HanzoServiceSpec{Image: v1.ImageSpec{Repository: "r"}, Autoscaling: &v1alpha1.AutoscalingSpec{

@@ -2,7 +2,7 @@ package gitops
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // git object ids
+	"crypto/sha1" // git object ids
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -30,7 +30,7 @@ type fakeGitHub struct {
 }
 
 func blobID(b []byte) string {
-	h := sha1.New() //nolint:gosec // git object ids
+	h := sha1.New() // git object ids
 	fmt.Fprintf(h, "blob %d\x00", len(b))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
@@ -42,7 +42,7 @@ func (f *fakeGitHub) commit(files map[string][]byte) {
 	if f.files == nil {
 		f.files, f.blobs = map[string][]byte{}, map[string][]byte{}
 	}
-	h := sha1.New() //nolint:gosec // git object ids
+	h := sha1.New() // git object ids
 	fmt.Fprint(h, f.head)
 	for p, d := range files {
 		f.files[p] = d

@@ -30,7 +30,7 @@ var podSpecPaths = map[schema.GroupKind][]string{
 
 const (
 	rbacGroup            = "rbac.authorization.k8s.io"
-	saTokenType          = "kubernetes.io/service-account-token"
+	saTokenType          = "kubernetes.io/service-account-token" //nolint:gosec // G101: a Secret type name
 	saNameAnnotation     = "kubernetes.io/service-account.name"
 	groupAuthenticated   = "system:authenticated"
 	groupServiceAccounts = "system:serviceaccounts"

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // the test proves SHA-1 is refused
+	"crypto/sha1" // the test proves SHA-1 is refused
 	"crypto/sha256"
 	"encoding/hex"
 	"io"

@@ -130,6 +130,8 @@ type SecretKey struct {
 }
 
 // Where the Deployment mounts the Secrets of InstallOptions, read-only.
+//
+//nolint:gosec // G101: mount paths, no credential
 const (
 	TokenFile             = "/var/run/secrets/openuniverse.dev/gitops-token/token"
 	WebhookSecretFile     = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
@@ -342,6 +344,8 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 // escalation, the runtime's seccomp profile and a read-only root whose only writable path
 // is an emptyDir /tmp (the git clone cache). Liveness is /healthz, readiness /readyz
 // (caches synced and, with a git source, the first sweep reported), both on ProbePort.
+//
+//nolint:funlen // the Deployment is one literal, read field by field against the goldens
 func Deployment(o InstallOptions) *appsv1.Deployment {
 	replicas := max(o.Replicas, 1)
 	probe := func(path string, period int32) *corev1.Probe {

@@ -134,6 +134,8 @@ var (
 //     none of the git path's own grants but the Namespaces.
 //
 // Rows are in a fixed order; resources within a row sorted.
+//
+//nolint:funlen // the rows in the order the doc above lists them, one block per row
 func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need, error) {
 	crds, err := kinds.CRDs(o.APIGroup)
 	if err != nil {

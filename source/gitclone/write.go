@@ -118,6 +118,8 @@ func (w *Writer) Write(ctx context.Context, c source.Change) (source.Result, err
 
 // attempt reads the target branch's head (cloning on the first attempt, fetching after),
 // applies the edit, commits and pushes.
+//
+//nolint:funlen // one attempt read top to bottom: head, edit, commit, push, each failure classed where it happens
 func (w *Writer) attempt(ctx context.Context, repo **git.Repository, c source.Change, signer *openpgp.Entity) (source.Result, error) {
 	target := c.Target()
 	res := source.Result{Branch: target}

@@ -2,7 +2,7 @@ package github
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // fake git ids
+	"crypto/sha1" // fake git ids
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -61,7 +61,7 @@ func newFake(t *testing.T) (*fakeGitHub, *httptest.Server) {
 }
 
 func gitSHA(kind string, b []byte) string {
-	h := sha1.New() //nolint:gosec // fake git ids
+	h := sha1.New() // fake git ids
 	fmt.Fprintf(h, "%s %d\x00", kind, len(b))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))

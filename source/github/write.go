@@ -71,6 +71,10 @@ func (w *Writer) Write(ctx context.Context, c source.Change) (source.Result, err
 	return res, nil
 }
 
+// attempt reads the branch head, applies the edit, writes the blobs, tree and commit and
+// moves the ref.
+//
+//nolint:funlen // one attempt read top to bottom: head, edit, objects, ref, each failure classed where it happens
 func (w *Writer) attempt(ctx context.Context, c source.Change, signer *openpgp.Entity) (source.Result, error) {
 	target := c.Target()
 	res := source.Result{Branch: target}

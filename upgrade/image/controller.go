@@ -82,7 +82,7 @@ func (r *Reconciler) Setup(mgr ctrl.Manager) error {
 		r.Now = time.Now
 	}
 	if r.Jitter == nil {
-		r.Jitter = rand.Float64 //nolint:gosec // jitter
+		r.Jitter = rand.Float64 // jitter needs no secret randomness
 	}
 	if r.Registry == nil {
 		r.Registry = &Registry{}

@@ -240,9 +240,6 @@ func (s *Server) HTTPServer() *http.Server {
 // NeedLeaderElection is false: every replica serves reads from its own caches.
 func (s *Server) NeedLeaderElection() bool { return false }
 
-// RunHub starts only the stream hub (for tests serving Handler themselves).
-func (s *Server) RunHub(ctx context.Context) { go s.hub.run(ctx, s.c.Informers) }
-
 // grpc codes of the gateway's error body.
 const (
 	codeInvalidArgument    = 3

@@ -73,7 +73,7 @@ func NewGitData(t testing.TB, token string, files map[string]string) (*GitData, 
 }
 
 func hash(kind string, b []byte) string {
-	h := sha1.Sum(append([]byte(kind+"\x00"), b...)) //nolint:gosec
+	h := sha1.Sum(append([]byte(kind+"\x00"), b...)) //nolint:gosec // git object ids are SHA-1
 	return hex.EncodeToString(h[:])
 }
 
@@ -199,6 +199,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// ServeHTTP serves the git data API routes the Writer and Source call.
+//
+//nolint:gocyclo,funlen // one case per route of the API the fake serves
 func (g *GitData) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	p := strings.TrimPrefix(r.URL.Path, "/repos/o/r/git/")
