@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
 	"github.com/openuniverse/operator/source"
@@ -74,7 +75,7 @@ func (p *planeGit) open() (*gitWrite, source.Source, error) {
 	}
 	o.commits = src
 	gw := &gitWrite{}
-	if err := gw.open(o, nil); err != nil { // the plane asks the sweep itself after a commit
+	if err := gw.open(o, nil, logr.Discard()); err != nil { // the plane asks the sweep itself after a commit
 		return nil, nil, err
 	}
 	return gw, src, nil
