@@ -20,14 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/source"
 )
-
-// ManagerDrive is the field manager of the CR's spec.image.tag when drive writes it.
-const ManagerDrive = "universe-operator-drive"
 
 // Event reasons the apps loop records on the CR it drives.
 const (
@@ -52,8 +48,6 @@ var (
 	}, []string{"target", "result"})
 )
 
-func init() { metrics.Registry.MustRegister(metricPolls, metricDecisions, metricWrites) }
-
 // AppsSource is the platform's apps table.
 type AppsSource interface {
 	Apps(ctx context.Context) ([]Row, error)
@@ -65,7 +59,7 @@ var ErrNoCommitter = errors.New("the CR is applied from the universe repo and no
 // Apps is the apps drive loop: every Interval it reads the platform's apps table, decides
 // each row of Cluster with Decide, and writes the declared tag where the desired state
 // lives — the universe repo when the CR came from the git sweep, else the CR's
-// spec.image.tag (field manager universe-operator-drive). It never writes a Deployment.
+// spec.image.tag (field manager kinds.ManagerDrive). It never writes a Deployment.
 type Apps struct {
 	Platform AppsSource
 	// Client reads Deployments and CRs and applies the CR patch.
@@ -322,7 +316,7 @@ func (a *Apps) write(ctx context.Context, r Row, cr *unstructured.Unstructured, 
 		return "cr", err
 	}
 	// Force: the tag's previous owner (kubectl, a script) hands it over to drive.
-	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerDrive), client.ForceOwnership)
+	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(kinds.ManagerDrive), client.ForceOwnership)
 	return "cr", err
 }
 

@@ -238,13 +238,13 @@ func TestAppsDriveGates(t *testing.T) {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(cr), live)
 		owned := false
 		for _, mf := range live.GetManagedFields() {
-			if mf.Manager == drive.ManagerDrive && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			if mf.Manager == kinds.ManagerDrive && mf.Operation == metav1.ManagedFieldsOperationApply &&
 				strings.Contains(mf.FieldsV1.GetRawString(), `"f:tag"`) {
 				owned = true
 			}
 		}
 		if !owned {
-			t.Errorf("spec.image.tag is not owned by %s: %+v", drive.ManagerDrive, live.GetManagedFields())
+			t.Errorf("spec.image.tag is not owned by %s: %+v", kinds.ManagerDrive, live.GetManagedFields())
 		}
 		if got := depImages(t, c, "drive-gates"); got != "ghcr.io/hanzo/proxy:v9.9.9,ghcr.io/hanzo/cloud:v1.2.3" {
 			t.Errorf("the Deployment was written: %s", got)

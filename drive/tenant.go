@@ -19,15 +19,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
 )
-
-// ManagerTenants is the field manager of the tenant objects.
-const ManagerTenants = "universe-operator-tenants"
 
 // TenantOptions names what tenant onboarding creates; the defaults are the reference's
 // names, and each universe may set its own.
@@ -73,8 +69,6 @@ var metricTenants = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "universe_tenant_onboardings_total",
 	Help: "Tenant namespace reconciles, by result (ok, secret-missing, secret-foreign, failed, untrusted, reserved).",
 }, []string{"result"})
-
-func init() { metrics.Registry.MustRegister(metricTenants) }
 
 // Tenants onboards tenant Namespaces: a RoleBinding to the platform's tenant ClusterRole
 // (never a ClusterRoleBinding) and an image-pull Secret, both owned by the Namespace.
@@ -127,7 +121,7 @@ func (t *Tenants) Reconcile(ctx context.Context, req crreconcile.Request) (crrec
 		log.Info("namespace not onboarded: "+refusals[why], "label", t.Opts.LabelKey, "trustedManagers", t.labelManagers())
 		return crreconcile.Result{}, nil
 	}
-	if err := t.Client.Apply(ctx, t.roleBinding(&ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+	if err := t.Client.Apply(ctx, t.roleBinding(&ns), client.FieldOwner(kinds.ManagerTenants), client.ForceOwnership); err != nil {
 		metricTenants.WithLabelValues("failed").Inc()
 		return crreconcile.Result{}, fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
 	}
@@ -212,13 +206,13 @@ func (t *Tenants) pullSecret(ctx context.Context, ns *corev1.Namespace) (string,
 		WithLabels(t.labels()).WithOwnerReferences(t.owner(ns)).
 		WithType(corev1.SecretTypeDockerConfigJson).
 		WithData(map[string][]byte{corev1.DockerConfigJsonKey: src.Data[corev1.DockerConfigJsonKey]})
-	if err := t.Client.Apply(ctx, sec, client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+	if err := t.Client.Apply(ctx, sec, client.FieldOwner(kinds.ManagerTenants), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("apply Secret %s/%s: %w", ns.Name, t.Opts.PullSecret, err)
 	}
 	return "ok", nil
 }
 
-// ownedBy: the Secret is this loop's, owned by the Namespace and applied by ManagerTenants.
+// ownedBy: the Secret is this loop's, owned by the Namespace and applied by kinds.ManagerTenants.
 func ownedBy(s *corev1.Secret, nsUID types.UID) bool {
 	owned := false
 	for _, r := range s.OwnerReferences {
@@ -230,7 +224,7 @@ func ownedBy(s *corev1.Secret, nsUID types.UID) bool {
 		return false
 	}
 	for _, mf := range s.ManagedFields {
-		if mf.Manager == ManagerTenants {
+		if mf.Manager == kinds.ManagerTenants {
 			return true
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
-	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -189,9 +188,9 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer source.CRCommitter, lo
 	}
 	return mgr.Add(&drive.Apps{
 		Platform: p, Client: direct, Cluster: d.Cluster, Mode: drive.ParseMode(d.Mode), Allow: drive.ParseAllowList(d.Allow),
-		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: apply.ManagerGitOps,
+		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: kinds.ManagerGitOps,
 		Committer: committer, Tenancy: o.Tenancy,
-		Recorder: mgr.GetEventRecorder(drive.ManagerDrive), Log: ctrl.Log.WithName("drive"),
+		Recorder: mgr.GetEventRecorder(kinds.ManagerDrive), Log: ctrl.Log.WithName("drive"),
 	})
 }
 

@@ -188,7 +188,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 		t.Errorf("the CR's tag is %s, want v1.3.0 applied by the sweep", tag)
 	}
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == drive.ManagerDrive {
+		if mf.Manager == kinds.ManagerDrive {
 			t.Errorf("drive wrote the git-sourced CR itself (managedFields %s)", mf.Manager)
 		}
 	}

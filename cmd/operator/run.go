@@ -178,6 +178,7 @@ func run(o *runOptions) error {
 	if err := checkLoops(o.Controllers); err != nil {
 		return err
 	}
+	registerMetrics()
 	if o.loaded != nil {
 		for _, w := range o.loaded.Warnings {
 			log.Info("WARNING " + w)
