@@ -258,8 +258,9 @@ func run(o *runOptions) error {
 		}
 	}
 	var wake func(context.Context) error // asks the git sweep for a pass; nil while it is off
+	var ask *sweepAsk
 	if slices.Contains(o.Controllers, "gitops") {
-		ask, err := setupGitOps(mgr, cfg, o, mux, ready, log)
+		ask, err = setupGitOps(mgr, cfg, o, mux, ready, log)
 		if err != nil {
 			return err
 		}
@@ -290,9 +291,9 @@ func run(o *runOptions) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
-		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, Ask: ask, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
 		if gw != nil {
-			deps.GitWriter = gw
+			deps.Committer = gw
 		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
