@@ -13,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/upgrade/image"
 )
 
-// FieldManager is the field manager of the plane's writes.
-const FieldManager = "universe-deploy-plane"
+// FieldManager is the field manager of the plane's writes (kinds, the one list).
+const FieldManager = kinds.ManagerDeployPlane
 
 // ErrNoSweep is what Sweep returns where no git sweep can be reached.
 var ErrNoSweep = errors.New("no git sweep configured")
