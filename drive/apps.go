@@ -20,14 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
+	"github.com/openuniverse/operator/source"
 )
-
-// ManagerDrive is the field manager of the CR's spec.image.tag when drive writes it.
-const ManagerDrive = "universe-operator-drive"
 
 // Event reasons the apps loop records on the CR it drives (the registry's, kinds/condition).
 const (
@@ -52,26 +49,9 @@ var (
 	}, []string{"target", "result"})
 )
 
-func init() { metrics.Registry.MustRegister(metricPolls, metricDecisions, metricWrites) }
-
 // AppsSource is the platform's apps table.
 type AppsSource interface {
 	Apps(ctx context.Context) ([]Row, error)
-}
-
-// TagChange is one tag to commit to the universe repo: the CR whose file holds it, the
-// image repository whose tag changes, and the commit message (naming the platform row).
-type TagChange struct {
-	APIVersion, Kind, Namespace, Name string
-	Repository                        string
-	From, To                          string
-	Message                           string
-}
-
-// TagCommitter commits a tag change to the file of the universe repo that declares the
-// CR: one commit per change; a file already at the tag is no commit (empty result).
-type TagCommitter interface {
-	CommitTag(ctx context.Context, c TagChange) (commit string, err error)
 }
 
 // ErrNoCommitter: the CR came from git but no git write path is configured.
@@ -80,7 +60,7 @@ var ErrNoCommitter = errors.New("the CR is applied from the universe repo and no
 // Apps is the apps drive loop: every Interval it reads the platform's apps table, decides
 // each row of Cluster with Decide, and writes the declared tag where the desired state
 // lives — the universe repo when the CR came from the git sweep, else the CR's
-// spec.image.tag (field manager universe-operator-drive). It never writes a Deployment.
+// spec.image.tag (field manager kinds.ManagerDrive). It never writes a Deployment.
 type Apps struct {
 	Platform AppsSource
 	// Client reads Deployments and CRs and applies the CR patch.
@@ -94,10 +74,9 @@ type Apps struct {
 	RolloutTimeout, RolloutPoll time.Duration
 	// GitOpsManager is the field manager of CRs applied by the git sweep.
 	GitOpsManager string
-	// Committer writes tags of git-sourced CRs; nil means not configured.
-	Committer TagCommitter
-	// AfterCommit runs after a commit (the sweep's trigger), so the change is applied at once.
-	AfterCommit func()
+	// Committer writes tags of git-sourced CRs (and wakes the sweep, so a commit is applied
+	// at once); nil means not configured.
+	Committer source.CRCommitter
 	// Tenancy is the one tenancy rule: the CR a row targets must be of the row's org
 	// (AdmitOrg against its Namespace, read with managedFields) before anything is written.
 	Tenancy  kinds.Tenancy
@@ -324,18 +303,16 @@ func (a *Apps) write(ctx context.Context, r Row, cr *unstructured.Unstructured, 
 		if a.Committer == nil {
 			return "git", ErrNoCommitter
 		}
-		commit, err := a.Committer.CommitTag(ctx, TagChange{
+		// the tag only: a file naming another repository is refused, never moved
+		res, err := a.Committer.CommitImage(ctx, source.CRImage{
 			APIVersion: cr.GetAPIVersion(), Kind: cr.GetKind(), Namespace: cr.GetNamespace(), Name: cr.GetName(),
-			Repository: r.Registry, From: from, To: r.DeclaredTag,
+			Image:   r.Registry + ":" + r.DeclaredTag,
 			Message: fmt.Sprintf("drive: %s %s %s -> %s\n\nDeclared by the platform apps table (row %s).", r.Name(), r.Registry, from, r.DeclaredTag, r.Name()),
 		})
 		if err != nil {
 			return "git", err
 		}
-		a.Log.Info("apps drive committed the declared tag", "app", r.Name(), "commit", commit)
-		if a.AfterCommit != nil {
-			a.AfterCommit()
-		}
+		a.Log.Info("apps drive committed the declared tag", "app", r.Name(), "commit", res.Commit)
 		return "git", nil
 	}
 	patch := &unstructured.Unstructured{}
@@ -347,7 +324,7 @@ func (a *Apps) write(ctx context.Context, r Row, cr *unstructured.Unstructured, 
 		return "cr", err
 	}
 	// Force: the tag's previous owner (kubectl, a script) hands it over to drive.
-	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(ManagerDrive), client.ForceOwnership)
+	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(kinds.ManagerDrive), client.ForceOwnership)
 	return "cr", err
 }
 

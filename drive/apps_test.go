@@ -172,11 +172,11 @@ func depImages(t *testing.T, c client.Client, ns string) string {
 }
 
 // committer records the tag changes it is asked to commit.
-type committer struct{ got []drive.TagChange }
+type committer struct{ got []source.CRImage }
 
-func (c *committer) CommitTag(_ context.Context, ch drive.TagChange) (string, error) {
+func (c *committer) CommitImage(_ context.Context, ch source.CRImage) (source.Result, error) {
 	c.got = append(c.got, ch)
-	return "abc123", nil
+	return source.Result{Commit: "abc123"}, nil
 }
 
 func TestAppsDriveGates(t *testing.T) {
@@ -238,13 +238,13 @@ func TestAppsDriveGates(t *testing.T) {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(cr), live)
 		owned := false
 		for _, mf := range live.GetManagedFields() {
-			if mf.Manager == drive.ManagerDrive && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			if mf.Manager == kinds.ManagerDrive && mf.Operation == metav1.ManagedFieldsOperationApply &&
 				strings.Contains(mf.FieldsV1.GetRawString(), `"f:tag"`) {
 				owned = true
 			}
 		}
 		if !owned {
-			t.Errorf("spec.image.tag is not owned by %s: %+v", drive.ManagerDrive, live.GetManagedFields())
+			t.Errorf("spec.image.tag is not owned by %s: %+v", kinds.ManagerDrive, live.GetManagedFields())
 		}
 		if got := depImages(t, c, "drive-gates"); got != "ghcr.io/hanzo/proxy:v9.9.9,ghcr.io/hanzo/cloud:v1.2.3" {
 			t.Errorf("the Deployment was written: %s", got)
@@ -282,24 +282,23 @@ func TestAppsDriveGitSourced(t *testing.T) {
 		t.Errorf("events:\n%s", rec.reasons())
 	}
 	com := &committer{}
-	triggered := 0
-	a.Committer, a.AfterCommit = com, func() { triggered++ }
+	a.Committer = com
 	out, _ = a.Tick(ctx)
 	if len(out) != 1 || out[0].Wrote != "git" || out[0].Err != nil {
 		t.Fatalf("with a committer: %+v", out)
 	}
-	want := drive.TagChange{APIVersion: group + "/v1", Kind: "Service", Namespace: "drive-git", Name: "cloud",
-		Repository: "ghcr.io/hanzo/cloud", From: "v1.2.3", To: "v1.3.0"}
-	if len(com.got) != 1 || triggered != 1 {
-		t.Fatalf("commits %+v, triggers %d", com.got, triggered)
+	want := source.CRImage{APIVersion: group + "/v1", Kind: "Service", Namespace: "drive-git", Name: "cloud",
+		Image: "ghcr.io/hanzo/cloud:v1.3.0"}
+	if len(com.got) != 1 {
+		t.Fatalf("commits %+v", com.got)
 	}
 	got := com.got[0]
-	if !strings.Contains(got.Message, "hanzo/cloud/prod") {
-		t.Errorf("commit message does not name the row: %q", got.Message)
+	if !strings.Contains(got.Message, "hanzo/cloud/prod") || !strings.Contains(got.Message, "v1.2.3 -> v1.3.0") {
+		t.Errorf("commit message does not name the row and the tags: %q", got.Message)
 	}
 	got.Message = ""
 	if got != want {
-		t.Errorf("TagChange = %+v, want %+v", got, want)
+		t.Errorf("CRImage = %+v, want %+v", got, want)
 	}
 	if tag, rv := tagOf(t, c, cr); tag != "v1.2.3" || rv != rv0 {
 		t.Errorf("a git-sourced CR was patched in the cluster: tag %s", tag)

@@ -19,16 +19,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
 )
-
-// ManagerTenants is the field manager of the tenant objects.
-const ManagerTenants = "universe-operator-tenants"
 
 // TenantOptions names what tenant onboarding creates; the defaults are the reference's
 // names, and each universe may set its own.
@@ -74,8 +70,6 @@ var metricTenants = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "universe_tenant_onboardings_total",
 	Help: "Tenant namespace reconciles, by result (ok, secret-missing, secret-foreign, failed, untrusted, reserved).",
 }, []string{"result"})
-
-func init() { metrics.Registry.MustRegister(metricTenants) }
 
 // Tenants onboards tenant Namespaces: a RoleBinding to the platform's tenant ClusterRole
 // (never a ClusterRoleBinding) and an image-pull Secret, both owned by the Namespace.
@@ -156,7 +150,7 @@ func tenantRequeue(err error, resync time.Duration) (crreconcile.Result, error) 
 
 // onboard applies the RoleBinding and the pull Secret of ns; it returns the metric's result.
 func (t *Tenants) onboard(ctx context.Context, ns *corev1.Namespace) (string, error) {
-	if err := t.Client.Apply(ctx, t.roleBinding(ns), client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+	if err := t.Client.Apply(ctx, t.roleBinding(ns), client.FieldOwner(kinds.ManagerTenants), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("apply RoleBinding %s/%s: %w", ns.Name, t.Opts.RoleBinding, err)
 	}
 	return t.pullSecret(ctx, ns)
@@ -226,13 +220,13 @@ func (t *Tenants) pullSecret(ctx context.Context, ns *corev1.Namespace) (string,
 		WithLabels(t.labels()).WithOwnerReferences(t.owner(ns)).
 		WithType(corev1.SecretTypeDockerConfigJson).
 		WithData(map[string][]byte{corev1.DockerConfigJsonKey: src.Data[corev1.DockerConfigJsonKey]})
-	if err := t.Client.Apply(ctx, sec, client.FieldOwner(ManagerTenants), client.ForceOwnership); err != nil {
+	if err := t.Client.Apply(ctx, sec, client.FieldOwner(kinds.ManagerTenants), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("apply Secret %s/%s: %w", ns.Name, t.Opts.PullSecret, err)
 	}
 	return "ok", nil
 }
 
-// ownedBy: the Secret is this loop's, owned by the Namespace and applied by ManagerTenants.
+// ownedBy: the Secret is this loop's, owned by the Namespace and applied by kinds.ManagerTenants.
 func ownedBy(s *corev1.Secret, nsUID types.UID) bool {
 	owned := false
 	for _, r := range s.OwnerReferences {
@@ -244,7 +238,7 @@ func ownedBy(s *corev1.Secret, nsUID types.UID) bool {
 		return false
 	}
 	for _, mf := range s.ManagedFields {
-		if mf.Manager == ManagerTenants {
+		if mf.Manager == kinds.ManagerTenants {
 			return true
 		}
 	}

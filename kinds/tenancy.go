@@ -23,7 +23,7 @@ const MaxOrgLength = validation.LabelValueMaxLength
 // git sweep (ours and the Rust operator's, so a takeover keeps every tenant) and the platform's
 // cloud API, which creates tenant Namespaces. Anyone else who sets the label (a tenant with
 // patch on its own Namespace, a kubectl user) moves nothing.
-var DefaultOrgManagers = []string{"universe-operator-gitops", "hanzo-operator-gitops", "cloud-api"}
+var DefaultOrgManagers = []string{ManagerGitOps, "hanzo-operator-gitops", "cloud-api"}
 
 // The reasons a CR is refused by the tenancy rule; each is a condition reason of its own.
 const (

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/source"
 )
 
 var (
@@ -188,13 +189,13 @@ type SetupOption func(*setupOptions)
 type setupOptions struct {
 	upgrades            bool
 	gcInterval, gcGrace time.Duration
-	git                 GitWriter
+	git                 source.CRCommitter
 	concurrency         int
 }
 
 // WithGitWriter gives the upgrade machine the operator's git write path, for
 // spec.upgradePolicy.revertInGit (nil: none, and such CRs say so).
-func WithGitWriter(g GitWriter) SetupOption { return func(o *setupOptions) { o.git = g } }
+func WithGitWriter(g source.CRCommitter) SetupOption { return func(o *setupOptions) { o.git = g } }
 
 // DefaultKindConcurrency is how many CRs of one Kind are reconciled at once by default. A
 // reconcile of an unchanged CR reads only caches; one that applies waits on the

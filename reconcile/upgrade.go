@@ -28,6 +28,7 @@ import (
 	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/upgrade"
 )
 
@@ -82,16 +83,9 @@ type Upgrades struct {
 	// Served tells whether the cluster serves a kind (the VolumeSnapshot API).
 	Served func(schema.GroupVersionKind) bool
 	// Git commits a failed upgrade's revert to the universe repository
-	// (spec.upgradePolicy.revertInGit); nil when the operator has no git write path.
-	Git GitWriter
-}
-
-// GitWriter commits a CR's image to the file of the universe repository that declares it
-// (file, when not empty, is where the sweep last saw it; the writer finds it at the head).
-// It returns the commit, or the head already naming the image. cmd/operator wires the CR
-// write path of upgrade/image.
-type GitWriter interface {
-	SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (commit string, err error)
+	// (spec.upgradePolicy.revertInGit), waking the sweep; nil when the operator has no git
+	// write path.
+	Git source.CRCommitter
 }
 
 // Events of the revert in git (the registry's, kinds/condition).
@@ -279,7 +273,12 @@ func (r *KindReconciler) revertInGit(ctx context.Context, cr kinds.Object, spec 
 		return "; revertInGit: this operator has no git write path (the git sweep is off), the repository still names " + rv.Failed, 0
 	}
 	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
-	commit, err := r.Upgrades.Git.SetImage(ctx, "", gvk, cr.GetNamespace(), cr.GetName(), rv.Image, rv.Message(gvk.Kind, cr.GetNamespace(), cr.GetName()))
+	res, err := r.Upgrades.Git.CommitImage(ctx, source.CRImage{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: cr.GetNamespace(), Name: cr.GetName(),
+		Image: rv.Image, MoveRepository: true, Message: rv.Message(gvk.Kind, cr.GetNamespace(), cr.GetName())})
+	commit := res.Commit
+	if commit == "" {
+		commit = res.Parent // the repository already names the image
+	}
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "Revert in git failed", "image", rv.Image, "failed", rv.Failed)
 		if r.Recorder != nil {

@@ -40,12 +40,13 @@ type planeDeps struct {
 	// Sweeper is the git sweep of this process, nil when it runs none; Commits its source.
 	Sweeper *gitops.Sweeper
 	Commits source.Source
-	// LeaderElect or Standalone: a sweep request goes through the webhook relay (the
-	// leader's sweep watches it) instead of this process's trigger.
-	LeaderElect, Standalone bool
-	RepoURL, Branch         string
-	// GitWriter commits the rollback of a CR from git (nil: none, the rollback answers 501).
-	GitWriter deploy.GitWriter
+	// Ask asks the git sweep for a pass (this process's trigger or the webhook relay); nil:
+	// no sweep to ask.
+	Ask             *sweepAsk
+	RepoURL, Branch string
+	// Committer commits the rollback of a CR from git and wakes the sweep (nil: none, the
+	// rollback answers 501).
+	Committer source.CRCommitter
 	// Tenancy is the one tenancy rule (--tenant-org-managers): an application's org is its
 	// namespace's. The zero value trusts kinds.DefaultOrgManagers, run's default.
 	Tenancy kinds.Tenancy
@@ -63,21 +64,9 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 	if err != nil {
 		return fmt.Errorf("deploy plane: write client: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	relay := &gitops.Relay{Client: cs, Namespace: d.Namespace, Name: install.WebhookRelay, Now: time.Now}
-	sweep := func(ctx context.Context) error {
-		switch {
-		case d.Standalone:
-		case d.Sweeper == nil:
-			return deploy.ErrNoSweep
-		case !d.LeaderElect:
-			d.Sweeper.Trigger().Fire()
-			return nil
-		}
-		return relay.Record(ctx) // the leader's sweep watches the relay
+	ask := d.Ask
+	if ask == nil {
+		ask = &sweepAsk{} // no sweep to ask: a sync answers ErrNoSweep
 	}
 	mapper := mgr.GetRESTMapper()
 	served := func(gvk schema.GroupVersionKind) bool {
@@ -93,8 +82,8 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
 		Git: gitState, GitManager: apply.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
 		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
-		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: sweep},
-		GitWriter:     d.GitWriter,
+		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
+		Committer:     d.Committer,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),
@@ -286,13 +275,19 @@ func runDeployPlane(o *deployPlaneOptions) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Standalone: true, RepoURL: o.Git.repoURL(), Branch: o.Git.branch(), Tenancy: o.Tenancy}
-	gw, src, err := o.Git.open()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// no sweep runs here: the leader's, through the webhook relay it watches
+	ask := &sweepAsk{relay: &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now}}
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Ask: ask, RepoURL: o.Git.repoURL(), Branch: o.Git.branch(), Tenancy: o.Tenancy}
+	gw, src, err := o.Git.open(ask.ask)
 	if err != nil {
 		return err
 	}
 	if gw != nil {
-		deps.GitWriter, deps.Commits = gw, src
+		deps.Committer, deps.Commits = gw, src
 	}
 	if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 		return err

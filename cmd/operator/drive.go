@@ -15,7 +15,6 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
-	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -109,12 +108,12 @@ func contains(s []string, v string) bool {
 
 // setupDriveLoops adds the drive, tenants and agents loops that --controllers names.
 // committer is the git write path (nil without the git sweep: a CR from the sweep then gets
-// DriveFailed, not configured, instead of a patch the sweep would revert); afterCommit the
-// sweep's trigger, so a committed tag is applied at once.
-func setupDriveLoops(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, afterCommit func(), log logr.Logger) error {
+// DriveFailed, not configured, instead of a patch the sweep would revert); it wakes the
+// sweep after a commit, so a committed tag is applied at once.
+func setupDriveLoops(mgr ctrl.Manager, o *runOptions, committer source.CRCommitter, log logr.Logger) error {
 	d := &o.Drive
 	if contains(o.Controllers, loopDrive) {
-		if err := setupApps(mgr, o, committer, afterCommit, log); err != nil {
+		if err := setupApps(mgr, o, committer, log); err != nil {
 			return err
 		}
 	}
@@ -151,7 +150,7 @@ func setupDriveLoops(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitt
 	return nil
 }
 
-func setupApps(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, afterCommit func(), log logr.Logger) error {
+func setupApps(mgr ctrl.Manager, o *runOptions, committer source.CRCommitter, log logr.Logger) error {
 	d := &o.Drive
 	if d.PlatformURL == "" {
 		log.Info("apps drive loop idle: no --drive-platform-url")
@@ -189,9 +188,9 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer drive.TagCommitter, af
 	}
 	return mgr.Add(&drive.Apps{
 		Platform: p, Client: direct, Cluster: d.Cluster, Mode: drive.ParseMode(d.Mode), Allow: drive.ParseAllowList(d.Allow),
-		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: apply.ManagerGitOps,
-		Committer: committer, AfterCommit: afterCommit, Tenancy: o.Tenancy,
-		Recorder: mgr.GetEventRecorder(drive.ManagerDrive), Log: ctrl.Log.WithName("drive"),
+		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: kinds.ManagerGitOps,
+		Committer: committer, Tenancy: o.Tenancy,
+		Recorder: mgr.GetEventRecorder(kinds.ManagerDrive), Log: ctrl.Log.WithName("drive"),
 	})
 }
 

@@ -6,24 +6,26 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"github.com/go-logr/logr"
 
-	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/upgrade/image"
 )
 
-// gitWrite is the operator's write path to the universe repository the git sweep follows:
-// the CR write path of upgrade/image over the sweep's own source (to find the file declaring
-// a CR at the head) and a writer for the same repository and branch (go-git, or the GitHub
-// git data API), with the operator's token. The drive loop commits declared tags through it,
-// the upgrade machine its reverts (revertInGit) and the deploy plane its rollbacks.
+// gitWrite is the operator's one source.CRCommitter: the CR write path of upgrade/image over
+// the sweep's own source (to find the file declaring a CR at the head) and a writer for the
+// same repository and branch (go-git, or the GitHub git data API), with the operator's
+// token. The drive loop commits declared tags through it, the upgrade machine its reverts
+// (revertInGit) and the deploy plane its rollbacks. Its writer is a wakingWriter: a commit
+// wakes the git sweep, so the change is applied at once, and no caller asks the sweep itself.
 //
 // It is created before the Kind controllers are set up and filled once the sweep is, so the
 // controllers can hold it; nothing calls it before the manager starts.
 type gitWrite struct {
-	c     *image.CRCommitter
-	sweep func() // the sweep's trigger, fired after a revert commit
+	w *image.CRWriter
 }
+
+var _ source.CRCommitter = (*gitWrite)(nil)
 
 var errNoGitWrite = errors.New("no git write path: the git sweep is not running in this process")
 
@@ -32,8 +34,9 @@ func wantGitWrite(o *runOptions) bool {
 	return slices.Contains(o.Controllers, loopGitOps) && (o.Git.URL != "" || o.GitHub.Repository != "")
 }
 
-// open fills g once setupGitOps has run (o.commits is the sweep's source).
-func (g *gitWrite) open(o *runOptions, sweep func()) error {
+// open fills g once setupGitOps has run (o.commits is the sweep's source); wake asks the
+// sweep for a pass after a commit (nil: none to ask).
+func (g *gitWrite) open(o *runOptions, wake func(ctx context.Context) error, log logr.Logger) error {
 	if o.commits == nil {
 		return errNoGitWrite
 	}
@@ -45,35 +48,19 @@ func (g *gitWrite) open(o *runOptions, sweep func()) error {
 	if repo == "" {
 		repo, branch = o.GitHub.Repository, o.GitHub.Branch
 	}
-	w, err := writers(o, credsOrNil(creds))(repo, nil)
+	w, err := waking(writers(o, credsOrNil(creds)), wake, log)(repo, nil)
 	if err != nil {
 		return fmt.Errorf("git write path: %w", err)
 	}
-	g.c = &image.CRCommitter{Source: o.commits, Writer: w, Branch: branch, Limits: o.GitOps.Limits}
-	g.sweep = sweep
+	g.w = &image.CRWriter{Source: o.commits, Writer: w, Branch: branch, Limits: o.GitOps.Limits}
 	return nil
 }
 
-// CommitTag is drive's TagCommitter: the declared tag into the file declaring the CR, never
-// another repository.
-func (g *gitWrite) CommitTag(ctx context.Context, c drive.TagChange) (string, error) {
-	if g.c == nil {
-		return "", errNoGitWrite
+// CommitImage commits c to the file declaring the CR; the writer wakes the sweep.
+func (g *gitWrite) CommitImage(ctx context.Context, c source.CRImage) (source.Result, error) {
+	if g.w == nil {
+		return source.Result{}, errNoGitWrite
 	}
-	res, err := g.c.Commit(ctx, image.ImageChange{CR: image.Object{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name},
-		Repository: c.Repository, Tag: c.To, Message: c.Message})
-	return res.Commit, err
-}
-
-// SetImage is the GitWriter of the deploy plane (a rollback) and of the upgrade machine (a
-// revert): the image into the file declaring the CR, then a sweep so it is applied at once.
-func (g *gitWrite) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, img, message string) (string, error) {
-	if g.c == nil {
-		return "", errNoGitWrite
-	}
-	commit, err := g.c.SetImage(ctx, file, gvk, namespace, name, img, message)
-	if err == nil && g.sweep != nil {
-		g.sweep()
-	}
-	return commit, err
+	res, err := g.w.Commit(ctx, c)
+	return res.Result, err
 }

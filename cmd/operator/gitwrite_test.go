@@ -60,8 +60,10 @@ func gitHead(t *testing.T, g *testbed.GitServer) (*object.Commit, map[string]str
 
 // TestDriveCommitsToGit is the apps drive loop wired as operator run wires it: the git
 // sweep set up from its flags against a gittestserver repository (setupGitOps), the write
-// path opened on the sweep's source (gitWrite) as drive's TagCommitter, the sweep's trigger
-// as afterCommit, the Kind controllers on the full control plane. The platform (httptest,
+// path opened on the sweep's source (gitWrite) as drive's source.CRCommitter, waking the
+// sweep through setupGitOps' sweepAsk, the Kind controllers on the full control plane. The
+// sweep's resync is an hour: only the commit's wake can apply the tag within the rollout
+// timeout. The platform (httptest,
 // the real envelope, checking the Bearer token) declares a new tag for a CR from git: it
 // lands as one commit in the CR's file, byte-exact, the sweep applies it, the Deployment
 // rolls on kwok and the CR gets Driven; the next ticks commit nothing.
@@ -98,7 +100,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{"--git-url", g.HTTPURL("u.git"), "--git-username", g.Username, "--gitops-token-file", tokenFile,
-		"--gitops-namespaces", ns, "--gitops-webhook-insecure", "--leader-elect=false", "--namespace", "universe-system"}); err != nil {
+		"--gitops-namespaces", ns, "--gitops-resync", "1h", "--gitops-webhook-insecure", "--leader-elect=false", "--namespace", "universe-system"}); err != nil {
 		t.Fatal(err)
 	}
 	o.Git.CacheDir = filepath.Join(dir, "cache")
@@ -110,12 +112,12 @@ func TestDriveCommitsToGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep, err := setupGitOps(mgr, cfg, o, http.NewServeMux(), gitops.Readiness{}, log)
-	if err != nil || sweep == nil {
+	ask, err := setupGitOps(mgr, cfg, o, http.NewServeMux(), gitops.Readiness{}, log)
+	if err != nil || ask == nil {
 		t.Fatalf("setupGitOps: %v", err)
 	}
 	gw := &gitWrite{}
-	if err := gw.open(o, sweep); err != nil {
+	if err := gw.open(o, ask.ask, log); err != nil {
 		t.Fatal(err)
 	}
 	mctx, mcancel := context.WithCancel(ctx)
@@ -159,7 +161,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 	ev := &events{}
 	apps := &drive.Apps{Platform: p, Client: c, Cluster: "git-cluster", Mode: drive.ModeOn, Allow: drive.AllowList{"hanzo/*"},
 		RolloutTimeout: 2 * time.Minute, RolloutPoll: 300 * time.Millisecond, GitOpsManager: apply.ManagerGitOps,
-		Committer: gw, AfterCommit: sweep, Recorder: ev, Log: log}
+		Committer: gw, Recorder: ev, Log: log}
 	start := time.Now()
 	out, err := apps.Tick(ctx)
 	if err != nil || len(out) != 1 || out[0].Wrote != "git" || out[0].Rollout != "done" || out[0].Err != nil {
@@ -186,7 +188,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 		t.Errorf("the CR's tag is %s, want v1.3.0 applied by the sweep", tag)
 	}
 	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == drive.ManagerDrive {
+		if mf.Manager == kinds.ManagerDrive {
 			t.Errorf("drive wrote the git-sourced CR itself (managedFields %s)", mf.Manager)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -49,11 +50,11 @@ func (o *imageOptions) registry() (*image.Registry, error) {
 		MaxPages: o.MaxTagPages, Timeout: o.RegistryTimeout}, nil
 }
 
-// setupImageUpdate adds the ImageUpdate controller. sweep starts the git sweep now (nil when
-// the sweep is off); creds is the operator's own token, used only for the repository the
+// setupImageUpdate adds the ImageUpdate controller. wake asks the git sweep for a pass after
+// a push (nil when the sweep is off; its writers are wakingWriters); creds is the operator's own token, used only for the repository the
 // operator itself follows when an ImageUpdate names no credentialsSecret — and there only for
 // a file the sweep's finder sees declaring an object of the ImageUpdate's namespace.
-func setupImageUpdate(mgr ctrl.Manager, o *runOptions, creds *source.TokenFile, sweep func()) error {
+func setupImageUpdate(mgr ctrl.Manager, o *runOptions, creds *source.TokenFile, wake func(context.Context) error) error {
 	reg, err := o.Image.registry()
 	if err != nil {
 		return err
@@ -67,8 +68,7 @@ func setupImageUpdate(mgr ctrl.Manager, o *runOptions, creds *source.TokenFile, 
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Registry: reg,
-		Writers:  ownFor(u, writers(o, own), writersWith(o, nil, false)),
-		Sweep:    sweep,
+		Writers:  waking(ownFor(u, writers(o, own), writersWith(o, nil, false)), wake, ctrl.Log.WithName("imageupdate")),
 		Recorder: mgr.GetEventRecorder("universe-operator-imageupdate"),
 		Tenancy:  o.Tenancy,
 		Universe: u,

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -15,8 +17,8 @@ import (
 // operator's sweep follows, named by the same flags as `operator run` (--git-url … or
 // --github-repository …, the token from --gitops-token-file), so a rollback of a CR that
 // came from git commits to that repository as it does in `operator run`, instead of
-// answering 501. The plane runs no sweep: after the commit it asks the leader's sweep
-// through the webhook relay.
+// answering 501. The plane runs no sweep: the commit wakes the leader's through the webhook
+// relay (wake).
 type planeGit struct {
 	Source source.Options
 	Git    gitclone.Options
@@ -49,7 +51,7 @@ func (p *planeGit) branch() string {
 // open returns the write path and the repository's source (which also describes commits
 // for the plane's revision metadata); both nil when no repository is set: a rollback of a
 // CR from git then answers 501, naming what to commit.
-func (p *planeGit) open() (*gitWrite, source.Source, error) {
+func (p *planeGit) open(wake func(context.Context) error) (*gitWrite, source.Source, error) {
 	o := &runOptions{Source: p.Source, Git: p.Git, GitHub: p.GitHub}
 	o.GitOps.Limits = p.Limits
 	if o.Git.URL == "" && o.GitHub.Repository == "" {
@@ -74,7 +76,7 @@ func (p *planeGit) open() (*gitWrite, source.Source, error) {
 	}
 	o.commits = src
 	gw := &gitWrite{}
-	if err := gw.open(o, nil); err != nil { // the plane asks the sweep itself after a commit
+	if err := gw.open(o, wake, ctrl.Log.WithName("git-write")); err != nil {
 		return nil, nil, err
 	}
 	return gw, src, nil

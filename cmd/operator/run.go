@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
@@ -179,6 +178,7 @@ func run(o *runOptions) error {
 	if err := checkLoops(o.Controllers); err != nil {
 		return err
 	}
+	registerMetrics()
 	if o.loaded != nil {
 		for _, w := range o.loaded.Warnings {
 			log.Info("WARNING " + w)
@@ -257,13 +257,18 @@ func run(o *runOptions) error {
 			return err
 		}
 	}
-	var sweep func() // starts the git sweep now; nil while it is off
+	var wake func(context.Context) error // asks the git sweep for a pass; nil while it is off
+	var ask *sweepAsk
 	if slices.Contains(o.Controllers, "gitops") {
-		if sweep, err = setupGitOps(mgr, cfg, o, mux, ready, log); err != nil {
+		ask, err = setupGitOps(mgr, cfg, o, mux, ready, log)
+		if err != nil {
 			return err
 		}
+		if ask != nil {
+			wake = ask.ask
+		}
 		if gw != nil {
-			if err := gw.open(o, sweep); err != nil {
+			if err := gw.open(o, wake, ctrl.Log.WithName("git-write")); err != nil {
 				return err
 			}
 		}
@@ -273,22 +278,22 @@ func run(o *runOptions) error {
 		if err != nil {
 			return fmt.Errorf("--gitops-token-file: %w", err)
 		}
-		if err := setupImageUpdate(mgr, o, creds, sweep); err != nil {
+		if err := setupImageUpdate(mgr, o, creds, wake); err != nil {
 			return err
 		}
 	}
-	var tags drive.TagCommitter // a nil *gitWrite must stay a nil interface
+	var tags source.CRCommitter // a nil *gitWrite must stay a nil interface
 	if gw != nil {
 		tags = gw
 	}
-	if err := setupDriveLoops(mgr, o, tags, sweep, log); err != nil {
+	if err := setupDriveLoops(mgr, o, tags, log); err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
-		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, LeaderElect: o.LeaderElect, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, Ask: ask, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
 		if gw != nil {
-			deps.GitWriter = gw
+			deps.Committer = gw
 		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
@@ -316,9 +321,10 @@ func run(o *runOptions) error {
 	return nil
 }
 
-// setupGitOps adds the git sweep (leader only) and its webhook and report endpoints. With
-// no repository configured the loop is off, and says so.
-func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (func(), error) {
+// setupGitOps adds the git sweep (leader only) and its webhook and report endpoints, and
+// returns how this process asks it for a pass. With no repository configured the loop is
+// off, and says so (nil).
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (*sweepAsk, error) {
 	creds, err := o.Source.Credentials()
 	if err != nil {
 		return nil, fmt.Errorf("--gitops-token-file: %w", err)
@@ -366,6 +372,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		}
 	}
 	wh := sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook"))
+	ask := &sweepAsk{sweeper: sweeper, elected: mgr.Elected()}
 	if o.LeaderElect {
 		// a standby accepts webhooks too and relays them to the leader
 		cs, err := kubernetes.NewForConfig(cfg)
@@ -376,7 +383,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			MinInterval: o.GitOps.MinInterval(), Log: ctrl.Log.WithName("webhook-relay")}
 		var leading atomic.Bool
 		go func() { <-mgr.Elected(); leading.Store(true) }()
-		wh.Leader, wh.Relay = leading.Load, relay
+		wh.Leader, wh.Relay, ask.relay = leading.Load, relay, relay
 		err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { // leader only
 			return relay.Watch(ctx, sweeper.Trigger(), ctrl.Log.WithName("webhook-relay"))
 		}))
@@ -393,7 +400,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}
-	return func() { sweeper.Trigger().Fire() }, nil
+	return ask, nil
 }
 
 // reportAuthz puts GET /gitops behind the apiserver's authentication (TokenReview) and

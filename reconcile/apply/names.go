@@ -1,24 +1,19 @@
 package apply
 
-import "github.com/openuniverse/operator/kinds/condition"
+import (
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/condition"
+)
 
-// Field managers: who the operator is in managedFields. Each layer applies under its own,
-// so drift attribution and `kubectl get -o yaml --show-managed-fields` tell them apart.
+// Field managers: the values live in kinds (kinds/managers.go, the one list); these names
+// are the engine's spelling of the same constants.
 const (
-	// ManagerKinds applies the children each Kind builds.
-	ManagerKinds = "universe-operator"
-	// ManagerGitOps applies the custom resources read from git.
-	ManagerGitOps = "universe-operator-gitops"
-	// ManagerStatus writes the status of the CRs (server-side apply of the status
-	// subresource), apart from the spec managers.
-	ManagerStatus = condition.ManagerStatus
-	// ManagerInstall applies what `operator install` installs.
-	ManagerInstall = "universe-operator-install"
-	// ManagerWebhook writes the ConfigMap through which a standby hands a push webhook to
-	// the leader.
-	ManagerWebhook = "universe-operator-webhook"
-	// ManagerUpgrade creates the upgrade machine's pre-flight resources.
-	ManagerUpgrade = "universe-operator-upgrade"
+	ManagerKinds   = kinds.ManagerKinds
+	ManagerGitOps  = kinds.ManagerGitOps
+	ManagerStatus  = kinds.ManagerStatus
+	ManagerInstall = kinds.ManagerInstall
+	ManagerWebhook = kinds.ManagerWebhook
+	ManagerUpgrade = kinds.ManagerUpgrade
 )
 
 // FieldOwnerGroup is the group fluxcd/pkg/ssa records as the owner of what it applies.

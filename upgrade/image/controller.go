@@ -52,17 +52,15 @@ type GitCredentials struct {
 
 // Reconciler is the ImageUpdate controller: read the CR and its Secrets, list the
 // registry's tags, read the file from git, choose a tag (Select), commit it (Rewrite through
-// the source write path), write status once, and after a push start the git sweep at once.
+// the source write path, whose writer wakes the git sweep), and write status once.
 type Reconciler struct {
 	Client client.Client // the CRs (cached)
 	Reader client.Reader // Secrets and target objects, read directly (never cached)
 	// Registry lists tags.
 	Registry *Registry
-	// Writers opens the write path of a repository.
-	Writers WriterFor
-	// Sweep starts the operator's git sweep now (the gitops Trigger); nil when the sweep is
-	// off. Called after every successful push.
-	Sweep    func()
+	// Writers opens the write path of a repository; the operator's writers wake the git
+	// sweep after a push (cmd/operator), so this controller never asks it.
+	Writers  WriterFor
 	Recorder events.EventRecorder
 	// Universe is the repository the operator follows (its token writes there); nil when the
 	// sweep is off. A file of it is rewritten only when the finder sees it declaring an object
@@ -111,9 +109,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if out.Pushed != nil {
 		r.event(cr, corev1.EventTypeNormal, ReasonPushed, out.Message)
-		if r.Sweep != nil {
-			r.Sweep()
-		}
 	} else if Class(out.Reason) != condition.Ready && conditionReason(cr.Status, condition.TypeReady) != out.Reason {
 		r.event(cr, corev1.EventTypeWarning, out.Reason, out.Message)
 	}

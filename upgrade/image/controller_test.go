@@ -172,16 +172,21 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var sweeps atomic.Int32
+	// commits counts the writes that landed a commit: each wakes the sweep (the operator's
+	// writers do, cmd/operator's wakingWriter).
+	var commits atomic.Int32
 	r := &image.Reconciler{Client: c, Reader: c, Registry: &image.Registry{Timeout: 5 * time.Second, AllowPrivate: true}, Now: time.Now, Jitter: func() float64 { return 0 },
-		Sweep: func() { sweeps.Add(1) },
 		Writers: func(repo string, cr *image.GitCredentials) (source.Writer, error) {
 			var creds source.Credentials
 			user := ""
 			if cr != nil {
 				creds, user = source.Static(cr.Token), cr.Username
 			}
-			return gitclone.NewWriter(creds, gitclone.WriterOptions{URL: repo, Username: user, Retry: source.RetryPolicy{Attempts: 8, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+			w, err := gitclone.NewWriter(creds, gitclone.WriterOptions{URL: repo, Username: user, Retry: source.RetryPolicy{Attempts: 8, Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}})
+			if err != nil {
+				return nil, err
+			}
+			return countingWriter{w, &commits}, nil
 		}}
 	mk := func(name, repo, path, secret string) {
 		t.Helper()
@@ -228,8 +233,8 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if want := strings.Replace(web, "'v1.0.0'", "'v1.1.0'", 1); files["apps/web.yaml"] != want || files["apps/worker.yaml"] != worker {
 		t.Fatalf("files %q", files)
 	}
-	if head.ParentHashes[0] != before.Hash || !strings.HasPrefix(head.Message, "imageupdate: bump "+host+"/hanzo/web v1.0.0 -> v1.1.0") || sweeps.Load() != 1 {
-		t.Fatalf("commit %q parent %v, sweeps %d", head.Message, head.ParentHashes, sweeps.Load())
+	if head.ParentHashes[0] != before.Hash || !strings.HasPrefix(head.Message, "imageupdate: bump "+host+"/hanzo/web v1.0.0 -> v1.1.0") || commits.Load() != 1 {
+		t.Fatalf("commit %q parent %v, commits %d", head.Message, head.ParentHashes, commits.Load())
 	}
 	// The status is applied by the status manager, which owns every field it wrote.
 	for _, mf := range iu.ManagedFields {
@@ -245,10 +250,10 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if err := c.Status().Patch(ctx, legacy, client.MergeFrom(iu), client.FieldOwner("operator")); err != nil {
 		t.Fatal(err)
 	}
-	// Again: nothing newer, no commit, no sweep.
+	// Again: nothing newer, no commit.
 	iu = run("web")
-	if _, rs, _ := reason(iu, "Ready"); rs != image.ReasonNoNewTag || sweeps.Load() != 1 {
-		t.Fatalf("second run %s, sweeps %d", rs, sweeps.Load())
+	if _, rs, _ := reason(iu, "Ready"); rs != image.ReasonNoNewTag || commits.Load() != 1 {
+		t.Fatalf("second run %s, commits %d", rs, commits.Load())
 	}
 	if st, _, msg := reason(iu, "Stalled"); st != "" {
 		t.Fatalf("the merge patch's Stalled condition survived the run: %s %q", st, msg)
@@ -296,8 +301,8 @@ func TestReconcilerOnAPIServer(t *testing.T) {
 	if !strings.Contains(files["apps/web.yaml"], "tag: 'v1.3.0' # pinned by hand once\n") || !strings.Contains(files["apps/worker.yaml"], "tag: 1.0.1}\r\n") {
 		t.Fatalf("after the race: %q", files)
 	}
-	if sweeps.Load() != 3 {
-		t.Fatalf("sweeps %d, want 3", sweeps.Load())
+	if commits.Load() != 3 {
+		t.Fatalf("commits %d, want 3", commits.Load())
 	}
 }
 
@@ -401,4 +406,18 @@ func TestHostileTenantImageUpdate(t *testing.T) {
 		!strings.HasSuffix(commit.Message, "\nRequested-by: Org B AdminSigned-off-by: x <admin@orgb.example>\n") || strings.Contains(commit.Message, "\nSigned-off-by") {
 		t.Fatalf("commit by %s <%s> / %s: %q", commit.Author.Name, commit.Author.Email, commit.Committer.Name, commit.Message)
 	}
+}
+
+// countingWriter counts the writes of w that landed a commit.
+type countingWriter struct {
+	source.Writer
+	n *atomic.Int32
+}
+
+func (w countingWriter) Write(ctx context.Context, c source.Change) (source.Result, error) {
+	res, err := w.Writer.Write(ctx, c)
+	if err == nil && res.Commit != "" {
+		w.n.Add(1)
+	}
+	return res, err
 }

@@ -10,18 +10,16 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/source"
 )
 
-// The CR write path: commit a change of one CR's spec.image to the file of the universe
-// repository that declares it. The file is found at the head being written on (source.Parse
-// of the tree the git sweep reads), the edit is byte-exact (only the tag token changes: the
-// rewriter's splice), and the commit goes through a source.Writer, never forced. The drive
-// loop (the platform's declared tag), the upgrade machine (git told the truth after a failed
-// upgrade) and the deploy plane (a rollback of a CR from git) all write through it.
+// The CR write path: commit a change of one CR's spec.image (a source.CRImage) to the file of
+// the universe repository that declares it. The file is found at the head being written on
+// (source.Parse of the tree the git sweep reads), the edit is byte-exact (only the image's
+// tokens change: the rewriter's splice), and the commit goes through a source.Writer, never
+// forced. The operator's source.CRCommitter (cmd/operator) commits through it.
 
 // Errors of the CR write path; the messages name the CR and the file.
 var (
@@ -33,37 +31,19 @@ var (
 	ErrRepositoryChange = errors.New("the change names another image repository than the file declares; a tag is never moved to another image")
 )
 
-// ImageChange is one commit of a CR's spec.image.tag.
-type ImageChange struct {
-	// CR names the object: its group (from APIVersion; the version is ignored, a file may
-	// spell another served version), Kind, namespace and name.
-	CR Object
-	// Repository is the image repository the CR's spec.image names; the change is refused
-	// when the file declares another one (a tag is never moved to another image).
-	Repository string
-	// Tag is the new spec.image.tag.
-	Tag string
-	// MoveRepository sets spec.image.repository to Repository when the file names another
-	// (a rollback to a recorded image); without it such a change is ErrRepositoryChange.
-	MoveRepository bool
-	// Message is the commit message; required. It must not carry a secret.
-	Message string
-	// Path, when the committer has no Source to find the file with, names it (the sweep's
-	// report). With a Source it is ignored: the file is found at the head.
-	Path string
-}
-
 // Committed is what a CR write did.
 type Committed struct {
-	// Path is the file changed (or found already at the tag).
+	// Path is the file changed (or found already at the image).
 	Path string
 	source.Result
 }
 
-// CRCommitter commits ImageChanges to the universe repository.
-type CRCommitter struct {
+// CRWriter is the engine under the operator's source.CRCommitter: it finds the file
+// declaring a CR and commits the change of its spec.image. Waking the sweep after a commit
+// is the committer's (cmd/operator), not the engine's.
+type CRWriter struct {
 	// Source reads the tree the CR is looked for in: the git sweep's source (its snapshot
-	// cache makes a lookup at an unchanged head free). Nil: ImageChange.Path must be set.
+	// cache makes a lookup at an unchanged head free). Nil: CRImage.File must be set.
 	Source source.Source
 	// Writer commits and pushes (source/gitclone or source/github); never forced.
 	Writer source.Writer
@@ -73,34 +53,39 @@ type CRCommitter struct {
 	Author source.Signature
 	// Limits bound the parse of the tree (the sweep's); zero values are the defaults.
 	Limits source.Limits
-	// AfterCommit runs after a commit landed (the sweep's trigger, so it is applied at once).
-	AfterCommit func()
 }
 
-// Commit commits c: the document declaring c.CR gets spec.image.tag c.Tag, every other byte
-// of the file kept. A file already at the tag is no commit (Committed.Commit empty). The
-// errors name the CR and the file: ErrCRNotFound, ErrCRAmbiguous, a file that does not
-// parse, ErrRepositoryChange, and the writer's (source.ErrConflict once the retries ran
-// out).
-func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, error) {
+// Commit commits c: the document declaring the CR gets c.Image's tag (and, with
+// MoveRepository, its repository), every other byte of the file kept. A file already at the
+// image is no commit (Committed.Commit empty, Parent the head naming it). The errors name the
+// CR and the file: an image that is not repository:tag, ErrCRNotFound, ErrCRAmbiguous, a file
+// that does not parse, ErrRepositoryChange, and the writer's (source.ErrConflict once the
+// retries ran out).
+func (w *CRWriter) Commit(ctx context.Context, c source.CRImage) (Committed, error) {
+	cr := Object{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
 	if w.Writer == nil {
 		return Committed{}, errors.New("no git writer configured")
 	}
 	if c.Message == "" {
 		return Committed{}, errors.New("set image: the commit message is empty")
 	}
-	if !ValidTag(c.Tag) {
-		return Committed{}, fmt.Errorf("set image of %s: %q is not a valid image tag", c.CR, c.Tag)
+	ref, err := kinds.ParseImageRef(c.Image)
+	if err != nil || ref.Digest != "" || ref.Tag == "" {
+		return Committed{}, fmt.Errorf("set image of %s: %q is not a repository:tag image reference", cr, c.Image)
 	}
-	path := source.CleanPath(c.Path)
+	repo, tag := ref.Name(), ref.Tag
+	if !ValidTag(tag) {
+		return Committed{}, fmt.Errorf("set image of %s: %q is not a valid image tag", cr, tag)
+	}
+	path := source.CleanPath(c.File)
 	if w.Source != nil {
 		var err error
-		if path, err = w.find(ctx, c.CR); err != nil {
+		if path, err = w.find(ctx, cr); err != nil {
 			return Committed{}, err
 		}
 	}
 	if path == "" {
-		return Committed{}, fmt.Errorf("set image of %s: no file to write: the committer has no source and the change names no path", c.CR)
+		return Committed{}, fmt.Errorf("set image of %s: no file to write: the committer has no source and the change names no file", cr)
 	}
 	branch := w.Branch
 	if branch == "" {
@@ -108,41 +93,16 @@ func (w *CRCommitter) Commit(ctx context.Context, c ImageChange) (Committed, err
 	}
 	res, err := w.Writer.Write(ctx, source.Change{Branch: branch, Paths: []string{path}, Message: c.Message, Author: w.Author,
 		Edit: func(p string, data []byte) ([]byte, error) {
-			return setCRImage(p, data, c.CR, c.Repository, c.Tag, c.MoveRepository)
+			return setCRImage(p, data, cr, repo, tag, c.MoveRepository)
 		}})
 	if err != nil {
-		return Committed{Path: path, Result: res}, hostError(fmt.Sprintf("commit %s to %s", c.CR, path), err)
-	}
-	if res.Commit != "" && w.AfterCommit != nil {
-		w.AfterCommit()
+		return Committed{Path: path, Result: res}, hostError(fmt.Sprintf("commit %s to %s", cr, path), err)
 	}
 	return Committed{Path: path, Result: res}, nil
 }
 
-// SetImage commits image (repository:tag) as the spec.image of the CR gvk namespace/name and
-// returns the commit, or the head that already names the image. file is where the sweep last
-// saw the CR, used only without a Source. The repository is set too when the file names
-// another one (the image recorded in the history is the truth). It is the git write path of the deploy plane's
-// rollback and of the upgrade machine's revertInGit.
-func (w *CRCommitter) SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (string, error) {
-	ref, err := kinds.ParseImageRef(image)
-	if err != nil || ref.Digest != "" || ref.Tag == "" {
-		return "", fmt.Errorf("set image of %s %s/%s: %q is not a repository:tag image reference", gvk.Kind, namespace, name, image)
-	}
-	repo, tag := ref.Name(), ref.Tag
-	res, err := w.Commit(ctx, ImageChange{CR: Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name},
-		Repository: repo, Tag: tag, MoveRepository: true, Message: message, Path: file})
-	if err != nil {
-		return "", err
-	}
-	if res.Commit == "" {
-		return res.Parent, nil
-	}
-	return res.Commit, nil
-}
-
 // find returns the one file declaring cr at the source's head.
-func (w *CRCommitter) find(ctx context.Context, cr Object) (string, error) {
+func (w *CRWriter) find(ctx context.Context, cr Object) (string, error) {
 	rev, err := w.Source.Head(ctx)
 	if err != nil {
 		return "", hostError(fmt.Sprintf("find the file of %s", cr), err)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -119,10 +117,10 @@ func TestFindCR(t *testing.T) {
 
 const crFile = "# web, hand-edited\napiVersion: hanzo.ai/v1\nkind: Service\nmetadata:\n  name: web\n  namespace: apps\nspec:\n  image:\n    repository: ghcr.io/hanzo/web\n    tag: 'v1.0.0'   # the platform drives this\n  replicas: 2\n"
 
-// TestCRCommitterGitServer: the committer finds the CR's file at the head of a gittestserver
+// TestCRWriterGitServer: the committer finds the CR's file at the head of a gittestserver
 // repository (through the sweep's go-git source), commits one byte-exact change without
 // force, and is idempotent; a push raced by another writer is re-applied on the new head.
-func TestCRCommitterGitServer(t *testing.T) {
+func TestCRWriterGitServer(t *testing.T) {
 	const password = "pw-crfile-7f3e"
 	g, err := testbed.NewGitServer("", "bot", password)
 	if err != nil {
@@ -143,10 +141,10 @@ func TestCRCommitterGitServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &image.CRCommitter{Source: src, Writer: w, Branch: "main"}
+	c := &image.CRWriter{Source: src, Writer: w, Branch: "main"}
 	ctx := context.Background()
 	start := time.Now()
-	res, err := c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web v1.0.0 -> v1.1.0\n"})
+	res, err := c.Commit(ctx, change(webCR, "ghcr.io/hanzo/web:v1.1.0", "drive: web v1.0.0 -> v1.1.0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,49 +163,55 @@ func TestCRCommitterGitServer(t *testing.T) {
 		t.Fatalf("message %q", head.Message)
 	}
 	// Again: nothing to commit.
-	res, err = c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "again"})
+	res, err = c.Commit(ctx, change(webCR, "ghcr.io/hanzo/web:v1.1.0", "again"))
 	if err != nil || res.Commit != "" {
 		t.Fatalf("second write %+v %v", res, err)
 	}
-	// SetImage (the plane's rollback, the upgrade's revert) puts the old image back: the file
-	// is byte for byte the original, the sweep is triggered once, and a repeat returns the
-	// head that already names it without a commit.
-	fired := 0
-	c.AfterCommit = func() { fired++ }
-	gvk := schema.GroupVersionKind{Group: "hanzo.ai", Version: "v1", Kind: "Service"}
-	sha, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web:v1.0.0", "rollback apps/web to v1.0.0\n")
+	// A rollback (the plane's, the upgrade's revert) puts the old image back: the file is
+	// byte for byte the original, and a repeat is no commit, its Parent the head that
+	// already names it.
+	back := change(webCR, "ghcr.io/hanzo/web:v1.0.0", "rollback apps/web to v1.0.0\n")
+	back.MoveRepository = true
+	res, err = c.Commit(ctx, back)
 	if err != nil {
 		t.Fatal(err)
 	}
 	head, files = headOf(t, g)
-	if sha != head.Hash.String() || files["apps/web.yaml"] != crFile || fired != 1 {
-		t.Fatalf("rollback: sha %s head %s fired %d file\n%q", sha, head.Hash, fired, files["apps/web.yaml"])
+	if res.Commit != head.Hash.String() || files["apps/web.yaml"] != crFile {
+		t.Fatalf("rollback: %+v head %s file\n%q", res, head.Hash, files["apps/web.yaml"])
 	}
-	if again, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web:v1.0.0", "again"); err != nil || again != sha || fired != 1 {
-		t.Fatalf("repeat: %s %v, fired %d", again, err, fired)
+	if again, err := c.Commit(ctx, back); err != nil || again.Commit != "" || again.Parent != head.Hash.String() {
+		t.Fatalf("repeat: %+v %v", again, err)
 	}
-	if _, err := c.SetImage(ctx, "", gvk, "apps", "web", "ghcr.io/hanzo/web@sha256:00", "m"); err == nil {
+	if _, err := c.Commit(ctx, change(webCR, "ghcr.io/hanzo/web@sha256:00", "m")); err == nil {
 		t.Fatal("a digest reference was accepted")
 	}
 	// Errors name the object and the file, never the token.
-	_, err = c.Commit(ctx, image.ImageChange{CR: image.Object{APIVersion: "hanzo.ai/v1", Kind: "Service", Namespace: "apps", Name: "gone"}, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "m"})
+	_, err = c.Commit(ctx, change(image.Object{APIVersion: "hanzo.ai/v1", Kind: "Service", Namespace: "apps", Name: "gone"}, "ghcr.io/hanzo/web:v1.1.0", "m"))
 	if !errors.Is(err, image.ErrCRNotFound) || !strings.Contains(err.Error(), "Service.hanzo.ai apps/gone") {
 		t.Fatalf("missing CR: %v", err)
 	}
-	_, err = c.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/other/web", Tag: "v1.1.0", Message: "m"})
+	_, err = c.Commit(ctx, change(webCR, "ghcr.io/other/web:v1.1.0", "m"))
 	if !errors.Is(err, image.ErrRepositoryChange) || !strings.Contains(err.Error(), "apps/web.yaml") || strings.Contains(err.Error(), password) {
 		t.Fatalf("repository change: %v", err)
 	}
 	// The file moved between the lookup and the write: the edit, re-checked on the bytes
 	// being written, refuses rather than writing another object's file.
-	stale := &image.CRCommitter{Writer: w, Branch: "main"}
-	_, err = stale.Commit(ctx, image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.2.0", Message: "m", Path: "apps/api.yaml"})
+	stale := &image.CRWriter{Writer: w, Branch: "main"}
+	moved := change(webCR, "ghcr.io/hanzo/web:v1.2.0", "m")
+	moved.File = "apps/api.yaml"
+	_, err = stale.Commit(ctx, moved)
 	if !errors.Is(err, image.ErrCRNotFound) || !strings.Contains(err.Error(), "apps/api.yaml") {
 		t.Fatalf("stale path: %v", err)
 	}
 	if h, _ := headOf(t, g); h.Hash != head.Hash {
 		t.Fatal("a refused change was committed")
 	}
+}
+
+// change is the source.CRImage of cr's image, as the drive loop commits it.
+func change(cr image.Object, img, message string) source.CRImage {
+	return source.CRImage{APIVersion: cr.APIVersion, Kind: cr.Kind, Namespace: cr.Namespace, Name: cr.Name, Image: img, Message: message}
 }
 
 // ghTree reads the fake's branch as a source.Source, as the sweep's GitHub source would.
@@ -224,9 +228,9 @@ func (s ghTree) Snapshot(_ context.Context, rev string) (*source.Snapshot, error
 	return snap, nil
 }
 
-// TestCRCommitterGitHub: the same commit through the GitHub git data API (the write tests'
+// TestCRWriterGitHub: the same commit through the GitHub git data API (the write tests'
 // fake, which refuses a non-fast-forward ref update), raced once by another writer.
-func TestCRCommitterGitHub(t *testing.T) {
+func TestCRWriterGitHub(t *testing.T) {
 	const token = "ghp-crfile-5a5a5a"
 	g, srv := githubtest.NewGitData(t, token, map[string]string{"apps/web.yaml": crFile, "apps/db.yaml": "kind: SQL\n"})
 	base := g.Refs["heads/main"]
@@ -238,8 +242,8 @@ func TestCRCommitterGitHub(t *testing.T) {
 	g.OnCommit = func(g *githubtest.GitData) {
 		g.CommitAs("main", "human edit", map[string]string{"apps/db.yaml": "kind: SQL\nspec: {}\n"})
 	}
-	c := &image.CRCommitter{Source: ghTree{g}, Writer: w, Branch: "main"}
-	res, err := c.Commit(context.Background(), image.ImageChange{CR: webCR, Repository: "ghcr.io/hanzo/web", Tag: "v1.1.0", Message: "drive: web -> v1.1.0"})
+	c := &image.CRWriter{Source: ghTree{g}, Writer: w, Branch: "main"}
+	res, err := c.Commit(context.Background(), change(webCR, "ghcr.io/hanzo/web:v1.1.0", "drive: web -> v1.1.0"))
 	if err != nil {
 		t.Fatal(err)
 	}

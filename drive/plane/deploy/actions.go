@@ -14,11 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/upgrade/image"
 )
 
-// FieldManager is the field manager of the plane's writes.
-const FieldManager = "universe-deploy-plane"
+// FieldManager is the field manager of the plane's writes (kinds, the one list).
+const FieldManager = kinds.ManagerDeployPlane
 
 // ErrNoSweep is what Sweep returns where no git sweep can be reached.
 var ErrNoSweep = errors.New("no git sweep configured")
@@ -221,25 +222,28 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if o.Git != nil {
-		if s.c.GitWriter == nil {
+		if s.c.Committer == nil {
 			writeError(w, codeUnimplemented, fmt.Sprintf("rollback of a CR from git needs the git write path, which this process does not have (no git sweep runs here): "+
 				"commit image %s to %s in %s instead", target.Revision, fileOr(o.Git.File), fileOr(o.Git.RepoURL)))
 			return
 		}
 		msg := fmt.Sprintf("rollback %s %s/%s to %s\n\nRequested through the deploy plane by %s (history id %d).",
 			o.CR.GetKind(), o.CR.GetNamespace(), o.CR.GetName(), target.Revision, initiator(id), req.ID)
-		// The writer finds the file declaring the CR at the head; File is the sweep's hint.
-		commit, err := s.c.GitWriter.SetImage(ctx, o.Git.File, o.CR.GroupVersionKind(), o.CR.GetNamespace(), o.CR.GetName(), target.Revision, msg)
+		// The committer finds the file declaring the CR at the head (File is the sweep's hint)
+		// and wakes the sweep after the commit.
+		gvk := o.CR.GroupVersionKind()
+		res, err := s.c.Committer.CommitImage(ctx, source.CRImage{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+			Namespace: o.CR.GetNamespace(), Name: o.CR.GetName(), Image: target.Revision, MoveRepository: true, File: o.Git.File, Message: msg})
+		commit := res.Commit
+		if commit == "" {
+			commit = res.Parent // the repository already names the image
+		}
 		switch {
 		case errors.Is(err, image.ErrCRNotFound), errors.Is(err, image.ErrCRAmbiguous), errors.Is(err, image.ErrRepositoryChange):
 			writeError(w, codeFailedPrecondition, "commit rollback: "+err.Error())
 			return
 		case err != nil:
 			writeError(w, codeUnavailable, "commit rollback: "+err.Error())
-			return
-		}
-		if err := s.c.Actions.Sweep(ctx); err != nil && !errors.Is(err, ErrNoSweep) {
-			writeError(w, codeUnavailable, "committed "+commit+"; trigger git sweep: "+err.Error())
 			return
 		}
 		app.Operation.Sync.Revision = commit

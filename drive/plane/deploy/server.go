@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/source"
 )
 
 // Prefix is where the plane is served. Under it, the Argo CD API sits at its usual paths
@@ -58,14 +59,6 @@ type Actions interface {
 	SetImage(ctx context.Context, cr *unstructured.Unstructured, image, by string) error
 }
 
-// GitWriter commits a CR change to the universe repository (the rollback of a CR that came
-// from git: the repository stays the only interface). file is where the last sweep saw the
-// CR, possibly empty; the writer finds the declaring file at the head. cmd/operator wires the
-// CR write path of upgrade/image.
-type GitWriter interface {
-	SetImage(ctx context.Context, file string, gvk schema.GroupVersionKind, namespace, name, image, message string) (commit string, err error)
-}
-
 // RevisionSource describes a commit of the universe repository.
 type RevisionSource interface {
 	Metadata(ctx context.Context, revision string) (*RevisionMetadata, error)
@@ -91,9 +84,11 @@ type Config struct {
 	Git                         GitState
 	GitManager, RepoURL, Branch string
 
-	Differ    Differ
-	Actions   Actions
-	GitWriter GitWriter
+	Differ  Differ
+	Actions Actions
+	// Committer commits the rollback of a CR from git (the repository stays the only
+	// interface) and wakes the sweep; nil: the rollback answers 501.
+	Committer source.CRCommitter
 	Revisions RevisionSource
 
 	Version       VersionMessage
