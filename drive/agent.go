@@ -307,6 +307,7 @@ func (o *agentObservation) set(c condition.Class, reason, msg string) {
 	o.verdict = condition.Verdict{Class: c, Reason: reason, Message: msg}
 }
 
+//nolint:funlen,gocyclo // one branch per AgentDeployment mode and failure, each classified where it arises
 func (a *Agents) ensure(ctx context.Context, ad *v1.AgentDeployment) agentObservation {
 	machine := ad.Spec.MachineID
 	if machine == "" {

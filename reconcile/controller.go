@@ -448,7 +448,7 @@ func (r *KindReconciler) observeWorkload(ctx context.Context, live *unstructured
 		desired = 1
 	}
 	ready, _, _ := unstructured.NestedInt64(live.Object, "status", "readyReplicas")
-	obs.Workload = &drive.Replicas{Desired: int32(desired), Ready: int32(ready)}
+	obs.Workload = &drive.Replicas{Desired: int32(desired), Ready: int32(ready)} //nolint:gosec // replicas are int32 fields of the workload's schema
 	if ready >= desired {
 		return nil
 	}

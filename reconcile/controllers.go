@@ -43,6 +43,8 @@ func init() {
 // SetupKinds registers one controller per registry entry whose CRD the cluster serves,
 // watching the CR and owning its children. Kinds or child types the cluster does not
 // serve are logged and skipped, so a partial install still runs what it can.
+//
+//nolint:funlen // one registration per Kind family, read top to bottom
 func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Logger, opts ...SetupOption) error {
 	var o setupOptions
 	for _, opt := range opts {

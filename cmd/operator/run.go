@@ -168,6 +168,7 @@ func newLogger(format, levelName string) (logr.Logger, error) {
 	return logr.Logger{}, fmt.Errorf("--log-format %q: want console or json", format)
 }
 
+//nolint:funlen,gocyclo // the wiring of every loop, one switch each; the decisions are config.go's
 func run(o *runOptions) error {
 	logger, err := newLogger(o.LogFormat, o.LogLevel)
 	if err != nil {

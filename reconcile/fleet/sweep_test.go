@@ -2,7 +2,7 @@ package fleet_test
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // a git blob id, not a security boundary
+	"crypto/sha1" // a git blob id, not a security boundary
 	"encoding/hex"
 	"slices"
 	"strings"
@@ -28,7 +28,7 @@ func (r repo) Head(context.Context) (string, error) { return "rev1", nil }
 func (r repo) Snapshot(_ context.Context, rev string) (*source.Snapshot, error) {
 	s := &source.Snapshot{Revision: rev}
 	for p, data := range r {
-		sum := sha1.Sum([]byte(data)) //nolint:gosec // a blob id
+		sum := sha1.Sum([]byte(data)) // a blob id
 		s.Files = append(s.Files, source.File{Path: p, BlobSHA: hex.EncodeToString(sum[:]), Data: []byte(data)})
 	}
 	slices.SortFunc(s.Files, func(a, b source.File) int { return strings.Compare(a.Path, b.Path) })

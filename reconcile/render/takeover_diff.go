@@ -111,6 +111,7 @@ func (d *Differ) Takeover(ctx context.Context, namespace string) ([]TakeoverResu
 	return out, nil
 }
 
+//nolint:funlen // the takeover diff's phases in order, each a few lines
 func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured.Unstructured,
 	list func(schema.GroupVersionKind) ([]unstructured.Unstructured, bool, error)) ([]TakeoverResult, error) {
 	crRef := apply.RefOf(cr)

@@ -119,6 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // run does one pass and says what happened. It never returns an error: every failure is an
 // outcome with a reason.
+//
+//nolint:funlen,gocyclo // the ImageUpdate phases in order, each ending in its outcome
 func (r *Reconciler) run(ctx context.Context, cr *v1.ImageUpdate) (Outcome, time.Duration) {
 	spec := cr.Spec
 	fail := func(reason, format string, args ...any) (Outcome, time.Duration) {

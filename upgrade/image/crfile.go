@@ -194,6 +194,7 @@ func MoveCRImage(path string, data []byte, cr Object, repository, tag string) ([
 	return setCRImage(path, data, cr, repository, tag, true)
 }
 
+//nolint:funlen,gocyclo // one check per YAML shape a CR's image may take
 func setCRImage(path string, data []byte, cr Object, repository, tag string, move bool) ([]byte, error) {
 	if move && strings.TrimSpace(repository) == "" {
 		return nil, fmt.Errorf("%s: %s: no repository to set", path, cr)

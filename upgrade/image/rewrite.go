@@ -263,6 +263,8 @@ func imageSite(data []byte, lines []int, v *yaml.Node, flow bool, want string, o
 }
 
 // site computes the byte span of scalar n's token and its current tag.
+//
+//nolint:gocyclo // one case per YAML node shape an image may take
 func site(data []byte, lines []int, n *yaml.Node, flow, ref bool, obj Object) (Site, error) {
 	s := Site{Line: n.Line, Object: obj}
 	if n.Kind != yaml.ScalarNode {

@@ -90,6 +90,8 @@ func ProjectOf(org string) string {
 }
 
 // Project builds the Application the plane serves for one observed CR. It is pure.
+//
+//nolint:funlen,gocyclo // one branch per Argo CD field it fills
 func Project(o Observed, opts ProjectOptions) Application {
 	cr := o.CR
 	gvk := cr.GroupVersionKind()

@@ -271,6 +271,7 @@ func (e *sse) keepalive() error {
 	return nil
 }
 
+//nolint:funlen // one SSE loop: the burst, the events, the keepalive and the token's expiry in one select
 func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 	id := identityOf(r)
 	q := readAppQuery(r)
