@@ -148,7 +148,7 @@ func TestDiff(t *testing.T) {
 
 	// Before the first apply: everything would be created, the children without a dry-run.
 	rs, out := diff()
-	if code := render.Summarize(rs).ExitCode(); code != 1 {
+	if code := render.CountDiffs(rs).ExitCode(); code != 1 {
 		t.Errorf("exit code before apply = %d, want 1:\n%s", code, out)
 	}
 	for _, r := range rs {
@@ -172,10 +172,10 @@ func TestDiff(t *testing.T) {
 	// Right after applying the same objects: no drift.
 	applyAsOperator(t, c, objs)
 	rs, out = diff()
-	if code := render.Summarize(rs).ExitCode(); code != 0 {
+	if code := render.CountDiffs(rs).ExitCode(); code != 0 {
 		t.Errorf("exit code after apply = %d, want 0:\n%s", code, out)
 	}
-	if !strings.HasSuffix(out, render.Summarize(rs).String()+"\n") || strings.Contains(out, "►") {
+	if !strings.HasSuffix(out, render.CountDiffs(rs).String()+"\n") || strings.Contains(out, "►") {
 		t.Errorf("converged output:\n%s", out)
 	}
 
@@ -198,7 +198,7 @@ func TestDiff(t *testing.T) {
 	}
 	rs, out = diff()
 	t.Logf("operator diff after out-of-band edits:\n%s", out)
-	if code := render.Summarize(rs).ExitCode(); code != 1 {
+	if code := render.CountDiffs(rs).ExitCode(); code != 1 {
 		t.Errorf("exit code after edit = %d, want 1:\n%s", code, out)
 	}
 	got := actions(rs)

@@ -197,7 +197,7 @@ func TestTakeover(t *testing.T) {
 		if len(sts.Kept) != 1 || sts.Kept[0].Field != "spec.serviceName" || sts.Kept[0].Live != `"main-db-headless"` || sts.Kept[0].Built != `"main-db-hs"` {
 			t.Errorf("StatefulSet/main-db kept %+v, want spec.serviceName main-db-headless over main-db-hs", sts.Kept)
 		}
-		s := render.SummarizeTakeover(rs)
+		s := render.CountTakeover(rs)
 		if s.ExitCode() != 1 || s[render.ChangeCreate] != 1 || s[render.ChangeDelete] != 0 || s[render.ChangeConfigure] != 0 {
 			t.Errorf("summary %s, exit %d; want one create (main-db-hs), nothing else", s, s.ExitCode())
 		}

@@ -34,7 +34,7 @@ func (g *PreflightGC) Start(ctx context.Context) error {
 	t := time.NewTicker(upgrade.GCInterval(g.Interval))
 	defer t.Stop()
 	for {
-		g.Sweep(ctx)
+		g.Collect(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -43,9 +43,9 @@ func (g *PreflightGC) Start(ctx context.Context) error {
 	}
 }
 
-// Sweep is one pass; it returns how many resources it deleted. A list error of one kind skips
+// Collect is one pass; it returns how many resources it deleted. A list error of one kind skips
 // that kind.
-func (g *PreflightGC) Sweep(ctx context.Context) int {
+func (g *PreflightGC) Collect(ctx context.Context) int {
 	grace := g.Grace
 	if grace == 0 {
 		grace = upgrade.DefaultGCGrace

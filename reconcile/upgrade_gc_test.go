@@ -87,11 +87,11 @@ func TestPreflightGC(t *testing.T) {
 	}
 	now := time.Now()
 	gc := &reconcile.PreflightGC{Client: c, Grace: time.Hour, Now: func() time.Time { return now }, Log: logr.Discard()}
-	if n := gc.Sweep(ctx); n != 0 {
+	if n := gc.Collect(ctx); n != 0 {
 		t.Errorf("within the grace window %d resources were deleted", n)
 	}
 	now = now.Add(2 * time.Hour)
-	if n := gc.Sweep(ctx); n != len(drop) {
+	if n := gc.Collect(ctx); n != len(drop) {
 		t.Errorf("past the grace window %d deleted, want %d", n, len(drop))
 	}
 	exists := func(o client.Object) bool {

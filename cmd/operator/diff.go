@@ -67,7 +67,7 @@ func newDiffCommand() *cobra.Command {
 					fmt.Fprintln(cmd.ErrOrStderr(), r.Err.Error())
 				}
 			}
-			s := render.Summarize(rs)
+			s := render.CountDiffs(rs)
 			code := s.ExitCode()
 			if len(fileErrs) > 0 {
 				code = 2
@@ -111,7 +111,7 @@ func diffTakeover(cmd *cobra.Command, group, kubeconfig, namespace string, args 
 	if err != nil {
 		return codedError{code: 2, msg: "diff --takeover: " + err.Error()}
 	}
-	s := render.SummarizeTakeover(rs)
+	s := render.CountTakeover(rs)
 	switch s.ExitCode() {
 	case 0:
 		return nil

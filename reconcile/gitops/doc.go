@@ -1,7 +1,7 @@
 // Package gitops is the git sweep: it reads the universe repository and
 // server-side applies the objects it declares, never deleting any. Its pure
 // decisions are Scope.Plan (what to apply, what to skip and why), Stale with
-// Fingerprint (the idle check) and Summarize; Sweeper is the thin shell that
+// Fingerprint (the idle check) and Tally; Sweeper is the thin shell that
 // reads git, applies, reports and serves GET /gitops, and Webhook with
 // Trigger turn a signed POST /reconcile into at most one extra sweep.
 //

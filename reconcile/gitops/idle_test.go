@@ -20,7 +20,7 @@ func TestSummarize(t *testing.T) {
 		{Reason: ReasonClusterScoped}, {Reason: ReasonOperatorObject},
 	}
 	want := Summary{Files: 9, Refetched: 2, Applied: 5, Created: 1, Updated: 2, InSync: 1, Errors: 1, Denied: 1, Skipped: 5, OutOfScope: 7}
-	if diff := cmp.Diff(want, Summarize(9, 2, 5, results, skips)); diff != "" {
-		t.Errorf("Summarize (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, Tally(9, 2, 5, results, skips)); diff != "" {
+		t.Errorf("Tally (-want +got):\n%s", diff)
 	}
 }

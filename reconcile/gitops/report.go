@@ -85,8 +85,8 @@ func (r Reason) OutOfScope() bool {
 	return false
 }
 
-// Summarize counts results and skips. It is pure.
-func Summarize(files, refetched, applied int, results []apply.Result, skips []Skip) Summary {
+// Tally counts results and skips. It is pure.
+func Tally(files, refetched, applied int, results []apply.Result, skips []Skip) Summary {
 	s := Summary{Files: files, Refetched: refetched, Applied: applied}
 	for _, r := range results {
 		switch r.Action {

@@ -286,7 +286,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 	}
 	return Report{
 		Revision: rev, Idle: applied == 0, Results: results, Skips: skips, Phases: ph,
-		Summary: Summarize(s.files, refetched, applied, results, skips),
+		Summary: Tally(s.files, refetched, applied, results, skips),
 	}, nil
 }
 

@@ -281,8 +281,8 @@ func (s DiffSummary) ExitCode() int {
 	return 0
 }
 
-// Summarize counts rs.
-func Summarize(rs []DiffResult) DiffSummary {
+// CountDiffs counts rs.
+func CountDiffs(rs []DiffResult) DiffSummary {
 	s := DiffSummary{Objects: len(rs)}
 	for _, r := range rs {
 		switch r.Action {
@@ -318,7 +318,7 @@ func WriteDiff(w io.Writer, rs []DiffResult) error {
 		fmt.Fprintf(&b, "► %s %s (%s, field manager %s)\n", qualified(r.Object), verb, r.From, r.Manager)
 		b.WriteString(r.Diff)
 	}
-	fmt.Fprintln(&b, Summarize(rs))
+	fmt.Fprintln(&b, CountDiffs(rs))
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -205,8 +205,8 @@ func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured
 // TakeoverSummary counts takeover results by change.
 type TakeoverSummary map[Change]int
 
-// SummarizeTakeover counts rs (CRs that materialize nothing are not counted).
-func SummarizeTakeover(rs []TakeoverResult) TakeoverSummary {
+// CountTakeover counts rs (CRs that materialize nothing are not counted).
+func CountTakeover(rs []TakeoverResult) TakeoverSummary {
 	s := TakeoverSummary{}
 	for _, r := range rs {
 		if r.Halt == nil {
@@ -265,7 +265,7 @@ func WriteTakeover(w io.Writer, rs []TakeoverResult) error {
 		}
 		b.WriteString(r.Diff)
 	}
-	fmt.Fprintln(&b, SummarizeTakeover(rs))
+	fmt.Fprintln(&b, CountTakeover(rs))
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	out, retryAfter := r.run(ctx, cr)
-	next := Summarize(cr.Status, cr.Generation, out, r.Now())
+	next := StatusOf(cr.Status, cr.Generation, out, r.Now())
 	if err := r.writeStatus(ctx, cr, next); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -58,7 +58,7 @@ func Class(reason string) condition.Class {
 	return condition.Transient
 }
 
-// Outcome is what one run of an ImageUpdate observed and did; Summarize turns it into status.
+// Outcome is what one run of an ImageUpdate observed and did; StatusOf turns it into status.
 type Outcome struct {
 	Reason  string
 	Message string
@@ -75,10 +75,10 @@ type Push struct {
 	At          time.Time
 }
 
-// Summarize computes the next status from the previous one and an outcome: the conditions
+// StatusOf computes the next status from the previous one and an outcome: the conditions
 // of its class (condition.Verdict), phase Degraded when Stalled and Running otherwise, latestTag, and the push fields only when a
 // push happened. It is pure; now stamps changed conditions and a push.
-func Summarize(prev v1.ImageUpdateStatus, generation int64, o Outcome, now time.Time) v1.ImageUpdateStatus {
+func StatusOf(prev v1.ImageUpdateStatus, generation int64, o Outcome, now time.Time) v1.ImageUpdateStatus {
 	next := *prev.DeepCopy()
 	next.ObservedGeneration = generation
 	next.Message = o.Message

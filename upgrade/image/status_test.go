@@ -12,7 +12,7 @@ import (
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-func TestSummarize(t *testing.T) {
+func TestStatusOf(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		o               Outcome
@@ -30,7 +30,7 @@ func TestSummarize(t *testing.T) {
 		{Outcome{Reason: ReasonInvalidSpec}, false, true, v1.PhaseDegraded, "", ""},
 	}
 	for _, c := range cases {
-		s := Summarize(v1.ImageUpdateStatus{}, 3, c.o, now)
+		s := StatusOf(v1.ImageUpdateStatus{}, 3, c.o, now)
 		if meta.IsStatusConditionTrue(s.Conditions, "Ready") != c.ready || meta.IsStatusConditionTrue(s.Conditions, "Stalled") != c.stalled ||
 			s.Phase != c.phase || s.LatestTag != c.latest || s.LastPushedTag != c.pushTag || s.ObservedGeneration != 3 {
 			t.Errorf("%s: %+v", c.o.Reason, s)
@@ -40,13 +40,13 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 	// the push fields survive later runs that push nothing; Stalled goes away when fixed
-	s := Summarize(v1.ImageUpdateStatus{}, 1, Outcome{Reason: ReasonPushed, Latest: "v2", Pushed: &Push{Tag: "v2", Commit: "abc", At: now}}, now)
-	s = Summarize(s, 1, Outcome{Reason: ReasonNoMatch}, now.Add(time.Minute))
-	s = Summarize(s, 2, Outcome{Reason: ReasonNoNewTag, Current: "v2"}, now.Add(2*time.Minute))
+	s := StatusOf(v1.ImageUpdateStatus{}, 1, Outcome{Reason: ReasonPushed, Latest: "v2", Pushed: &Push{Tag: "v2", Commit: "abc", At: now}}, now)
+	s = StatusOf(s, 1, Outcome{Reason: ReasonNoMatch}, now.Add(time.Minute))
+	s = StatusOf(s, 2, Outcome{Reason: ReasonNoNewTag, Current: "v2"}, now.Add(2*time.Minute))
 	if s.LastPushedTag != "v2" || s.LastCommit != "abc" || !s.LastPushTime.Time.Equal(now) || meta.FindStatusCondition(s.Conditions, "Stalled") != nil {
 		t.Fatalf("%+v", s)
 	}
-	if !equalStatus(s, Summarize(s, 2, Outcome{Reason: ReasonNoNewTag, Current: "v2"}, now.Add(time.Hour))) {
+	if !equalStatus(s, StatusOf(s, 2, Outcome{Reason: ReasonNoNewTag, Current: "v2"}, now.Add(time.Hour))) {
 		t.Fatal("the same outcome later is a status change")
 	}
 }
@@ -76,7 +76,7 @@ func TestOutcomeTable(t *testing.T) {
 		{ReasonInvalidSpec, false, true, false, 0}, // the spec's change wakes it
 	} {
 		o := Outcome{Reason: tc.reason, Message: "m"}
-		s := Summarize(v1.ImageUpdateStatus{}, 1, o, now)
+		s := StatusOf(v1.ImageUpdateStatus{}, 1, o, now)
 		got := [3]bool{meta.IsStatusConditionTrue(s.Conditions, condition.TypeReady), meta.IsStatusConditionTrue(s.Conditions, condition.TypeStalled),
 			meta.IsStatusConditionTrue(s.Conditions, condition.TypeReconciling)}
 		if got != [3]bool{tc.ready, tc.stalled, tc.reconciling} {

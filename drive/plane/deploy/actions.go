@@ -21,13 +21,13 @@ import (
 // FieldManager is the field manager of the plane's writes (kinds, the one list).
 const FieldManager = kinds.ManagerDeployPlane
 
-// ErrNoSweep is what Sweep returns where no git sweep can be reached.
+// ErrNoSweep is what RequestSweep returns where no git sweep can be reached.
 var ErrNoSweep = errors.New("no git sweep configured")
 
 // Requester is the default Actions: it asks for a reconcile the way Flux's
 // reconcile.fluxcd.io/requestedAt does, by changing an annotation on the CR, which the Kind
 // controller watches (every change of a CR reconciles it); SetImage merge-patches spec.image.
-// Sweep, when set, asks the git sweep for a pass (cmd/operator wires the sweep's trigger, or
+// SweepFunc, when set, asks the git sweep for a pass (cmd/operator wires the sweep's trigger, or
 // the webhook relay a standby replica uses).
 type Requester struct {
 	Client    client.Client // direct (uncached) writes
@@ -63,8 +63,8 @@ func (q *Requester) Reconcile(ctx context.Context, cr *unstructured.Unstructured
 	return q.patch(ctx, cr, map[string]any{"metadata": map[string]any{"annotations": q.stamp(by)}})
 }
 
-// Sweep asks the git sweep for a pass.
-func (q *Requester) Sweep(ctx context.Context) error {
+// RequestSweep asks the git sweep for a pass.
+func (q *Requester) RequestSweep(ctx context.Context) error {
 	if q.SweepFunc == nil {
 		return ErrNoSweep
 	}
@@ -136,7 +136,7 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if o.Git != nil {
-		if err := s.c.Actions.Sweep(r.Context()); err != nil && !errors.Is(err, ErrNoSweep) {
+		if err := s.c.Actions.RequestSweep(r.Context()); err != nil && !errors.Is(err, ErrNoSweep) {
 			writeError(w, codeUnavailable, "trigger git sweep: "+err.Error())
 			return
 		}
@@ -173,7 +173,7 @@ func (s *Server) reconcileAll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeUnimplemented, "imperatives are not wired in this process")
 		return
 	}
-	if err := s.c.Actions.Sweep(r.Context()); err != nil {
+	if err := s.c.Actions.RequestSweep(r.Context()); err != nil {
 		if errors.Is(err, ErrNoSweep) {
 			writeError(w, codeFailedPrecondition, "no git sweep runs for this universe (no --git-url or --github-repository)")
 			return

@@ -33,7 +33,7 @@ func (a *recordActions) Reconcile(context.Context, *unstructured.Unstructured, s
 	return nil
 }
 
-func (a *recordActions) Sweep(context.Context) error {
+func (a *recordActions) RequestSweep(context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweeps++

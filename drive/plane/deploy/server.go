@@ -53,8 +53,8 @@ type ChildDiff struct {
 type Actions interface {
 	// Reconcile asks the CR's Kind controller to reconcile it now.
 	Reconcile(ctx context.Context, cr *unstructured.Unstructured, by string) error
-	// Sweep asks the git sweep for a pass now.
-	Sweep(ctx context.Context) error
+	// RequestSweep asks the git sweep for a pass now.
+	RequestSweep(ctx context.Context) error
 	// SetImage sets a CR's spec.image (the rollback of a CR that did not come from git).
 	SetImage(ctx context.Context, cr *unstructured.Unstructured, image, by string) error
 }
