@@ -15,6 +15,7 @@ import (
 
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
@@ -184,5 +185,44 @@ func TestReviewPathsReadInputs(t *testing.T) {
 		if !seen {
 			t.Errorf("the takeover has no %s", chainCM)
 		}
+	})
+}
+
+// TestBuildContextReachesBuilds runs the Kind controllers with the operator's build settings
+// (operator run --static-server-image, --allow-unverified-seed through WithBuildContext) on
+// the real apiserver: a Static serving a ConfigMap runs the configured server image, not the
+// default.
+func TestBuildContextReachesBuilds(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, cfg, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns, image = "build-context", "registry.example/static-server:9.9.9"
+	if err := c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns}}}); err != nil {
+		t.Fatal(err)
+	}
+	startKinds(t, cfg, reconcile.WithBuildContext(kinds.Context{StaticServerImage: image, AllowUnverifiedSeed: true}))
+	static := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Static",
+		"metadata": map[string]any{"name": "docs", "namespace": ns}, "spec": map[string]any{"configMap": "docs-site", "ingress": map[string]any{"enabled": false}}}}
+	if err := c.Create(ctx, static); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "the Static's Deployment runs the configured server image", func() (bool, string) {
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, dep); err != nil {
+			return false, err.Error()
+		}
+		cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		if len(cs) == 0 {
+			return false, "no containers"
+		}
+		got, _ := cs[0].(map[string]any)["image"].(string)
+		return got == image, "image " + got
 	})
 }
