@@ -80,6 +80,13 @@ func buildStatic(cr *v1.Static, o owner, c Context) (built, error) {
 	return buildServiceWith(o, spec, serviceOptions{noVersion: true})
 }
 
+// ValidateStaticServerImage refuses a static server image that is not pinned (no tag, or
+// :latest), as a Static's build would; empty is DefaultStaticServerImage.
+func ValidateStaticServerImage(ref string) error {
+	_, err := staticServerImage(ref)
+	return err
+}
+
 // staticServerImage parses the static server's image reference: a tag other than latest, or
 // a digest, so the server that runs is the one reviewed.
 func staticServerImage(ref string) (*v1.ImageSpec, error) {

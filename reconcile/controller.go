@@ -25,6 +25,7 @@ import (
 	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/children"
+	"github.com/openuniverse/operator/reconcile/render"
 )
 
 // KindReconciler turns the CRs of one Kind into their children. Reconcile runs its phases
@@ -240,20 +241,11 @@ func (r *KindReconciler) build(ctx context.Context, s *scope) error {
 }
 
 // inputs lists, from the cache, the objects of the Kinds the Entry's build reads, in the CR's
-// namespace (a LuxNetwork's LuxChains). An input Kind the cluster does not serve is skipped.
+// namespace (a LuxNetwork's LuxChains), through render.ListInputs: the one function the
+// review paths (render --from-cluster, diff --takeover, the plane's live diff) also use. An
+// input Kind the cluster does not serve is not in r.Inputs.
 func (r *KindReconciler) inputs(ctx context.Context, ns string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, gvk := range r.Inputs {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("list %s in %s: %w", gvk.Kind, ns, err)
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
+	return render.ListInputs(ctx, r.Client, r.Inputs, ns)
 }
 
 // apply server-side applies the built children that need it and sorts the results by

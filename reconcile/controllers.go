@@ -93,7 +93,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 			Client:   mgr.GetClient(),
 			Applier:  applier,
 			Entry:    e,
-			Context:  kinds.Context{APIGroup: group},
+			Context:  o.buildContext(group),
 			Recorder: mgr.GetEventRecorder(apply.RecorderKinds),
 			Now:      time.Now,
 			Upgrades: ups,
@@ -193,6 +193,18 @@ type setupOptions struct {
 	gcInterval, gcGrace time.Duration
 	git                 source.CRCommitter
 	concurrency         int
+	build               kinds.Context
+}
+
+// WithBuildContext gives every build the operator's settings beyond the CR
+// (Context.AllowUnverifiedSeed, --allow-unverified-seed; Context.StaticServerImage,
+// --static-server-image). APIGroup and Inputs are SetupKinds' own and are ignored.
+func WithBuildContext(c kinds.Context) SetupOption { return func(o *setupOptions) { o.build = c } }
+
+func (o setupOptions) buildContext(group string) kinds.Context {
+	c := o.build
+	c.APIGroup, c.Inputs = group, nil
+	return c
 }
 
 // WithGitWriter gives the upgrade machine the operator's git write path, for

@@ -235,6 +235,26 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			}
 		}
 		t.Logf("%d rendered objects equal the applied ones", n)
+
+		// render --from-cluster of each CR (its inputs listed from the cluster, as the
+		// controllers list them) is byte for byte the render of the files
+		for _, rd := range rendered {
+			live, err := get(rd.From.Obj.GroupVersionKind(), rd.From.Obj.GetNamespace(), rd.From.Obj.GetName())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc := render.Renderer{Registry: kinds.Builtin(), APIGroup: group}.RenderFromCluster(ctx, c, source.Object{Obj: live, File: "cluster"})
+			var want, got strings.Builder
+			if err := render.WriteYAML(&want, []render.Rendered{rd}); err != nil {
+				t.Fatal(err)
+			}
+			if err := render.WriteYAML(&got, []render.Rendered{fc}); err != nil {
+				t.Fatal(err)
+			}
+			if fc.Err != nil || want.String() != got.String() {
+				t.Errorf("render --from-cluster of %s differs from the render of its file (%v):\n%s", apply.RefOf(live), fc.Err, cmp.Diff(want.String(), got.String()))
+			}
+		}
 	})
 
 	t.Run("a LuxChain added later is served by its network", func(t *testing.T) {

@@ -165,7 +165,8 @@ func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]de
 	}
 	file := "cluster " + cr.GetKind() + "/" + cr.GetNamespace() + "/" + cr.GetName()
 	var out []deploy.ChildDiff
-	for _, r := range c.d.Diff(ctx, []source.Object{{File: file, Doc: 1, Obj: clean}}) {
+	// its inputs from the cluster (a LuxNetwork's LuxChains), as the controller builds it
+	for _, r := range c.d.DiffFromCluster(ctx, source.Object{File: file, Doc: 1, Obj: clean}) {
 		if r.Manager != apply.ManagerKinds {
 			continue // the CR itself, compared with itself
 		}

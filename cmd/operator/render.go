@@ -88,7 +88,8 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 	if err != nil {
 		return codedError{code: 2, msg: "render --from-cluster: " + err.Error()}
 	}
-	rd := render.Renderer{Registry: reg, APIGroup: group}.RenderOne(source.Object{Obj: cr, File: "cluster"})
+	// with its inputs from the cluster (a LuxNetwork's LuxChains), as the controller builds it
+	rd := render.Renderer{Registry: reg, APIGroup: group}.RenderFromCluster(cmd.Context(), c, source.Object{Obj: cr, File: "cluster"})
 	if err := render.WriteYAML(cmd.OutOrStdout(), []render.Rendered{rd}); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 	}

@@ -67,6 +67,9 @@ type runOptions struct {
 	PreflightGCGrace time.Duration
 	// KindConcurrency is how many CRs of each Kind are reconciled at once.
 	KindConcurrency int
+	// Build is what every Kind's build reads beyond the CR (--allow-unverified-seed,
+	// --static-server-image).
+	Build kinds.Context
 	// ProtectedSecrets are Secrets of the operator's namespace git may never write.
 	ProtectedSecrets []string
 	// Shard restricts the caches and controllers to namespaces and a CR label selector.
@@ -116,6 +119,8 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
 	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
+	fs.BoolVar(&o.Build.AllowUnverifiedSeed, "allow-unverified-seed", false, "Let a LuxNetwork's seed restore unpack an archive with neither expectedHash nor a published <url>.sha256, into an empty data dir only; without it such a restore stops the pod.")
+	fs.StringVar(&o.Build.StaticServerImage, "static-server-image", kinds.DefaultStaticServerImage, "Pinned image (a tag other than latest, or a digest) serving a Static's spec.configMap.")
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
@@ -180,6 +185,9 @@ func run(o *runOptions) error {
 		return err
 	}
 	registerMetrics()
+	if err := kinds.ValidateStaticServerImage(o.Build.StaticServerImage); err != nil {
+		return fmt.Errorf("--static-server-image: %w", err)
+	}
 	if o.loaded != nil {
 		for _, w := range o.loaded.Warnings {
 			log.Info("WARNING " + w)
@@ -248,7 +256,7 @@ func run(o *runOptions) error {
 
 	var gw *gitWrite // the write path to the universe repository; nil without the sweep
 	kindOpts := []reconcile.SetupOption{reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace),
-		reconcile.WithConcurrency(o.KindConcurrency)}
+		reconcile.WithConcurrency(o.KindConcurrency), reconcile.WithBuildContext(o.Build)}
 	if wantGitWrite(o) {
 		gw = &gitWrite{}
 		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))

@@ -13,6 +13,8 @@ import (
 
 // notSettings are the fields of runOptions no flag sets, each with why.
 var notSettings = map[string]string{
+	"Build.APIGroup":      "SetupKinds sets it from --api-group (WithBuildContext ignores it)",
+	"Build.Inputs":        "read per CR from the cluster (render.ListInputs), never configured",
 	"sweeper":             "the running sweep, set by setupGitOps for the deploy plane",
 	"commits":             "the running git source, set by setupGitOps",
 	"driveToken":          "a token the Rust environment gives as a value (APPS_SERVICE_TOKEN …), held in memory: install mounts --drive-token-secret instead",
@@ -189,3 +191,19 @@ func TestEveryRunSettingIsInstallable(t *testing.T) {
 }
 
 func sprint(v any) string { return fmt.Sprintf("%#v", v) }
+
+// TestRunRefusesUnpinnedStaticServerImage: operator run stops at start on a static server
+// image every Static build would refuse, before it reaches the cluster.
+func TestRunRefusesUnpinnedStaticServerImage(t *testing.T) {
+	for _, img := range []string{"nginx", "nginx:latest"} {
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		o := &runOptions{}
+		o.BindFlags(fs)
+		if err := fs.Parse([]string{"--static-server-image=" + img, "--kubeconfig=/nonexistent"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(o); err == nil || !strings.Contains(err.Error(), "--static-server-image") {
+			t.Errorf("--static-server-image=%s: run returned %v, want the flag refused", img, err)
+		}
+	}
+}

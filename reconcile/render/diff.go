@@ -59,15 +59,15 @@ type Differ struct {
 // does not exist yet they are all reported as Created without a dry-run (the apiserver
 // refuses owner references without a uid).
 func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
-	if d.Renderer.Inputs == nil { // a build's inputs are the objects diffed with it, as in render
+	r := d.Renderer
+	if r.Inputs == nil { // a build's inputs are the objects diffed with it, as in render
 		for _, o := range objs {
-			d.Renderer.Inputs = append(d.Renderer.Inputs, o.Obj)
+			r.Inputs = append(r.Inputs, o.Obj)
 		}
-		defer func() { d.Renderer.Inputs = nil }()
 	}
 	ns := &namespaceCache{known: map[string]bool{}}
 	each := make([][]DiffResult, len(objs))
-	apply.FanOut(len(objs), d.Concurrency, func(i int) { each[i] = d.diffObject(ctx, objs[i], ns) })
+	apply.FanOut(len(objs), d.Concurrency, func(i int) { each[i] = d.diffObject(ctx, r, objs[i], ns) })
 	var out []DiffResult
 	for _, rs := range each {
 		out = append(out, rs...)
@@ -75,10 +75,22 @@ func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
 	return out
 }
 
-func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces *namespaceCache) []DiffResult {
+// DiffFromCluster is Diff of one CR read from the cluster (the deploy plane's live diff):
+// its build reads its inputs from the cluster (ListInputs), as the Kind controller's does,
+// instead of the objects diffed with it.
+func (d *Differ) DiffFromCluster(ctx context.Context, o source.Object) []DiffResult {
+	r, err := d.Renderer.FromCluster(ctx, d.Client, o.Obj)
+	if err != nil {
+		return []DiffResult{{Object: apply.RefOf(o.Obj), From: Location(o), Manager: apply.ManagerKinds, Action: apply.Failed,
+			Err: fmt.Errorf("%s: %w", Location(o), err)}}
+	}
+	return d.diffObject(ctx, r, o, &namespaceCache{known: map[string]bool{}})
+}
+
+func (d *Differ) diffObject(ctx context.Context, r Renderer, o source.Object, namespaces *namespaceCache) []DiffResult {
 	from := Location(o)
-	if _, ok := d.Renderer.Registry.Lookup(o.Obj.GroupVersionKind(), d.Renderer.APIGroup); !ok {
-		rd := d.Renderer.RenderOne(o)
+	if _, ok := r.Registry.Lookup(o.Obj.GroupVersionKind(), r.APIGroup); !ok {
+		rd := r.RenderOne(o)
 		if rd.Err != nil {
 			return []DiffResult{{Object: apply.RefOf(o.Obj), From: from, Manager: apply.ManagerGitOps, Action: apply.Failed, Err: rd.Err}}
 		}
@@ -107,7 +119,7 @@ func (d *Differ) diffObject(ctx context.Context, o source.Object, namespaces *na
 		withUID.Obj.SetUID(live.GetUID())
 		o = withUID
 	}
-	rd := d.Renderer.RenderOne(o)
+	rd := r.RenderOne(o)
 	switch {
 	case rd.Err != nil:
 		return append(out, DiffResult{Object: apply.RefOf(cr), From: from, Manager: apply.ManagerKinds, Action: apply.Failed, Err: rd.Err})

@@ -115,7 +115,8 @@ func (d *Differ) Takeover(ctx context.Context, namespace string) ([]TakeoverResu
 func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured.Unstructured,
 	list func(schema.GroupVersionKind) ([]unstructured.Unstructured, bool, error)) ([]TakeoverResult, error) {
 	crRef := apply.RefOf(cr)
-	rd := d.Renderer.RenderOne(source.Object{Obj: cr, File: "cluster " + crRef.String()})
+	// its inputs as the controller reads them (a LuxNetwork's LuxChains)
+	rd := d.Renderer.RenderFromCluster(ctx, d.Client, source.Object{Obj: cr, File: "cluster " + crRef.String()})
 	switch {
 	case rd.Err != nil:
 		return []TakeoverResult{{CR: crRef, Object: crRef, Change: ChangeFailed, Err: rd.Err}}, nil
