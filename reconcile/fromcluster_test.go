@@ -30,7 +30,6 @@ import (
 // and the render of the same files byte for byte; the live diff and the takeover find every
 // child in sync, the chain's ConfigMap among them. Without the chain the StatefulSet loses
 // the chain's config and alias and the ConfigMap luxd-chain-spc2 is not built at all.
-//
 func TestReviewPathsReadInputs(t *testing.T) {
 	cfg := testbed.APIServer(t)
 	c, err := client.New(cfg, client.Options{})
