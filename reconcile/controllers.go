@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
@@ -36,8 +35,10 @@ var (
 	}, []string{"kind"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(metricDriftCorrections, metricApplyErrors)
+// Metrics lists the Kind controllers' and the upgrade machine's collectors; cmd/operator
+// registers them once, with every loop's.
+func Metrics() []prometheus.Collector {
+	return []prometheus.Collector{metricDriftCorrections, metricApplyErrors, metricUpgrades, metricPreflightGC}
 }
 
 // SetupKinds registers one controller per registry entry whose CRD the cluster serves,

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
@@ -59,8 +58,6 @@ var (
 		Help: "Orphaned pre-flight resources the collector deleted.",
 	})
 )
-
-func init() { metrics.Registry.MustRegister(metricUpgrades, metricPreflightGC) }
 
 // The kinds of the pre-flight resources, in deletion order (the pod first).
 var (

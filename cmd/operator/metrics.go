@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/reconcile"
+	"github.com/openuniverse/operator/reconcile/gitops"
 )
 
 // registerMetrics registers the collectors of every loop on controller-runtime's registry,
@@ -18,5 +20,7 @@ import (
 var registerMetrics = sync.OnceFunc(func() {
 	metrics.Registry.MustRegister(slices.Concat[[]prometheus.Collector](
 		drive.Metrics(),
+		reconcile.Metrics(),
+		gitops.Metrics(),
 	)...)
 })

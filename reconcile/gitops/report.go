@@ -8,13 +8,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/reconcile/apply"
 )
@@ -171,13 +169,11 @@ var (
 		Name: "universe_operator_gitops_source_files",
 		Help: "Manifest files at the last revision read.",
 	})
-	registerOnce sync.Once
 )
 
-func registerMetrics() {
-	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(metricObjects, metricDrift, metricSweeps, metricApplied, metricRefetched, metricFiles)
-	})
+// Metrics lists the sweep's collectors; cmd/operator registers them once, with every loop's.
+func Metrics() []prometheus.Collector {
+	return []prometheus.Collector{metricObjects, metricDrift, metricSweeps, metricApplied, metricRefetched, metricFiles}
 }
 
 // count adds a report to the Prometheus collectors.

@@ -139,7 +139,6 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		tc := s.as.get(ns)
 		return tc.meta, tc.err
 	}, s.observe)
-	registerMetrics()
 	return s, nil
 }
 
