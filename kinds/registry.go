@@ -77,6 +77,10 @@ type Warning struct {
 // AllowUnverifiedSeed is set, unpacks it unverified into an empty data dir otherwise.
 const ReasonSeedRestoreUnverified = "SeedRestoreUnverified"
 
+// WarningReasons are the reasons a Warning may carry: the controller removes the condition of
+// each one a build no longer reports.
+var WarningReasons = []string{ReasonSeedRestoreUnverified}
+
 func (c Context) validate() error {
 	return ValidateGroup(c.APIGroup)
 }

@@ -54,6 +54,43 @@ func TestKindStatus(t *testing.T) {
 	}
 }
 
+// TestKindStatusWarnings: a build's Warning (a luxfi network whose seed archive has no
+// expectedHash) is a condition of its own, True with the build's reason and message, kept
+// with its transition time while it holds and reported as an Event only when it appears;
+// the hash given, the condition goes.
+func TestKindStatusWarnings(t *testing.T) {
+	network := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementLuxNetwork, Kind: "LuxNetwork"}]
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	running := drive.Status{Phase: v1.PhaseRunning, ObservedGeneration: 2,
+		Conditions: []metav1.Condition{{Type: drive.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: t0}}}
+	cr := &luxnetwork.LuxNetwork{ObjectMeta: metav1.ObjectMeta{Name: "mainnet", Namespace: "lux"},
+		Spec: luxnetwork.LuxNetworkSpec{SeedRestore: &luxnetwork.SeedRestoreSpec{Enabled: true, ObjectStoreURL: "https://store.example/lux/mainnet.tar.zst"}}}
+
+	first, _ := kindStatus(network, cr, drive.Status{}, running, t0)
+	c := meta.FindStatusCondition(first.Conditions, kinds.ReasonSeedRestoreUnverified)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != kinds.ReasonSeedRestoreUnverified ||
+		c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&t0) || c.Message == "" {
+		t.Fatalf("warning condition %+v in %+v", c, first.Conditions)
+	}
+	if w := newWarnings(drive.Status{}, first); len(w) != 1 || w[0].Type != kinds.ReasonSeedRestoreUnverified {
+		t.Fatalf("a new warning gives one Event: %+v", w)
+	}
+	again, _ := kindStatus(network, cr, first, running, t1)
+	if !drive.Equal(first, again) {
+		t.Errorf("an unchanged CR gave a different status: %+v then %+v", first, again)
+	}
+	if w := newWarnings(first, again); len(w) != 0 {
+		t.Errorf("a warning that holds is reported again: %+v", w)
+	}
+	hashed := cr.DeepCopy()
+	hashed.Spec.SeedRestore.ExpectedHash = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	gone, _ := kindStatus(network, hashed, again, running, t1)
+	if meta.FindStatusCondition(gone.Conditions, kinds.ReasonSeedRestoreUnverified) != nil {
+		t.Errorf("the warning stays once the archive has a hash: %+v", gone.Conditions)
+	}
+}
+
 func TestReadyEvent(t *testing.T) {
 	cond := func(status metav1.ConditionStatus, reason string) *metav1.Condition {
 		return &metav1.Condition{Type: drive.ConditionReady, Status: status, Reason: reason}

@@ -149,6 +149,11 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 		}
 		r.Recorder.Eventf(cr, nil, typ, after.Reason, apply.ActionReconcile, "%s", after.Message)
 	}
+	if r.Recorder != nil {
+		for _, w := range newWarnings(previous, next) {
+			r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, w.Reason, apply.ActionReconcile, "%s", w.Message)
+		}
+	}
 	return true, nil
 }
 
@@ -173,7 +178,7 @@ func readyEvent(before, after *metav1.Condition) bool {
 const ConditionFieldsNotMaterialized = "FieldsNotMaterialized"
 
 // kindStatus applies the Entry's own status (Entry.Status): its phase replaces the computed
-// one, its FieldsNotMaterialized condition is set or removed, and its fields are returned to
+// one, its FieldsNotMaterialized and Warning conditions are set or removed, and its fields are returned to
 // be written beside the shared ones. Without Entry.Status, next is returned unchanged.
 func kindStatus(e kinds.Entry, cr kinds.Object, previous, next drive.Status, now metav1.Time) (drive.Status, map[string]any) {
 	if e.Status == nil {
@@ -184,22 +189,42 @@ func kindStatus(e kinds.Entry, cr kinds.Object, previous, next drive.Status, now
 	if sf.Phase != "" {
 		next.Phase = sf.Phase
 	}
-	var c *metav1.Condition
+	var own []metav1.Condition
 	if len(sf.NotMaterialized) > 0 {
-		c = &metav1.Condition{Type: ConditionFieldsNotMaterialized, Status: metav1.ConditionTrue, Reason: "NotMaterialized",
-			Message: "accepted but not acted on: " + strings.Join(sf.NotMaterialized, "; "), LastTransitionTime: now}
-		if p := meta.FindStatusCondition(previous.Conditions, c.Type); p != nil && p.Status == c.Status {
-			c.LastTransitionTime = p.LastTransitionTime
-		}
-		c.ObservedGeneration = next.ObservedGeneration
+		own = append(own, metav1.Condition{Type: ConditionFieldsNotMaterialized, Status: metav1.ConditionTrue, Reason: "NotMaterialized",
+			Message: "accepted but not acted on: " + strings.Join(sf.NotMaterialized, "; ")})
 	}
-	conds := slices.DeleteFunc(slices.Clone(next.Conditions), func(x metav1.Condition) bool { return x.Type == ConditionFieldsNotMaterialized })
-	if c != nil {
-		conds = append(conds, *c)
+	for _, w := range sf.Warnings {
+		own = append(own, metav1.Condition{Type: w.Reason, Status: metav1.ConditionTrue, Reason: w.Reason, Message: w.Message})
+	}
+	for i := range own {
+		own[i].LastTransitionTime, own[i].ObservedGeneration = now, next.ObservedGeneration
+		if p := meta.FindStatusCondition(previous.Conditions, own[i].Type); p != nil && p.Status == own[i].Status {
+			own[i].LastTransitionTime = p.LastTransitionTime
+		}
+	}
+	// the Kind's own condition types: set from this build, or removed when it reports none
+	ownTypes := append([]string{ConditionFieldsNotMaterialized}, kinds.WarningReasons...)
+	conds := slices.DeleteFunc(slices.Clone(next.Conditions), func(x metav1.Condition) bool { return slices.Contains(ownTypes, x.Type) })
+	if len(own) > 0 {
+		conds = append(conds, own...)
 		slices.SortFunc(conds, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 	}
 	next.Conditions = conds
 	return next, sf.Fields
+}
+
+// newWarnings are the Warning conditions (kinds.WarningReasons) true in next and not in
+// previous: each is reported once as a Warning Event when it appears.
+func newWarnings(previous, next drive.Status) []metav1.Condition {
+	var out []metav1.Condition
+	for _, t := range kinds.WarningReasons {
+		if c := meta.FindStatusCondition(next.Conditions, t); c != nil && c.Status == metav1.ConditionTrue &&
+			!meta.IsStatusConditionTrue(previous.Conditions, t) {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 // statusDeclares reports whether the typed CR's Status struct (inlined structs included)
