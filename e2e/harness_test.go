@@ -146,7 +146,8 @@ func startOperator(t testing.TB, cl *cluster, repo *gitRepo, namespace string, e
 // startOperatorOn is startOperator with the source flags given (a GitHub API, a proxy).
 func startOperatorOn(t testing.TB, cl *cluster, source []string, namespace string, extra ...string) *operator {
 	t.Helper()
-	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 3)
+	probe, metrics, hook := ports[0], ports[1], ports[2]
 	secret, secretFile := "e2e-hook-secret-3b9a", filepath.Join(t.TempDir(), "webhook-secret")
 	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
@@ -307,12 +308,24 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n distinct free ports: every listener stays open until all are picked
+// (closed one by one, the kernel may hand the same port out twice, and the operator's probe
+// and webhook servers then collide on it).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 func getObj(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {

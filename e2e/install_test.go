@@ -180,7 +180,8 @@ func startInstalled(t *testing.T, cl *cluster, ns string, manifests []byte, secr
 		}
 		args = append(args, a)
 	}
-	probe, metrics, hook := freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 3)
+	probe, metrics, hook := ports[0], ports[1], ports[2]
 	args = append(args, "--kubeconfig", cl.kubeconfig, "--git-cache-dir", t.TempDir(),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
 		fmt.Sprintf("--webhook-bind-address=127.0.0.1:%d", hook))
