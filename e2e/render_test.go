@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -106,15 +107,15 @@ func TestAppliedEqualsRender(t *testing.T) {
 				}
 				dry := r.DeepCopy()
 				if err := cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
-					client.FieldOwner(apply.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+					client.FieldOwner(kinds.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
 					t.Errorf("%s: dry-run apply: %v", apply.RefOf(r), err)
 					continue
 				}
 				if d := cmp.Diff(string(mustYAML(t, comparable(l))), string(mustYAML(t, comparable(dry)))); d != "" {
 					t.Errorf("%s: applying render's output would change the live object (-live +dry-run):\n%s", apply.RefOf(r), d)
 				}
-				if a, b := ownedBy(l, apply.ManagerKinds), ownedBy(dry, apply.ManagerKinds); a == "" || a != b {
-					t.Errorf("%s: fields owned by %s: live %s, after applying render's output %s", apply.RefOf(r), apply.ManagerKinds, a, b)
+				if a, b := ownedBy(l, kinds.ManagerKinds), ownedBy(dry, kinds.ManagerKinds); a == "" || a != b {
+					t.Errorf("%s: fields owned by %s: live %s, after applying render's output %s", apply.RefOf(r), kinds.ManagerKinds, a, b)
 				}
 				compared++
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -133,14 +134,14 @@ func snapshotWrites(t *testing.T, c client.Client, ns string) map[string]string 
 		}
 		for _, u := range l.Items {
 			for _, mf := range u.GetManagedFields() {
-				if mf.Manager == apply.ManagerKinds && mf.Subresource == "" {
+				if mf.Manager == kinds.ManagerKinds && mf.Subresource == "" {
 					out[gvk.Kind+"/"+u.GetName()] = fmt.Sprintf("generation %d applied %s", u.GetGeneration(), mf.Time)
 				}
 			}
 		}
 	}
 	if len(out) <= len(universeCRs) {
-		t.Fatalf("no children applied by %s in %s", apply.ManagerKinds, ns)
+		t.Fatalf("no children applied by %s in %s", kinds.ManagerKinds, ns)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -44,8 +45,8 @@ func TestUpAppliesManifests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Service CR web not applied: %v", err)
 	}
-	if !managedBy(cr, apply.ManagerGitOps) {
-		t.Errorf("Service CR web not applied under %s: %v", apply.ManagerGitOps, cr.GetManagedFields())
+	if !managedBy(cr, kinds.ManagerGitOps) {
+		t.Errorf("Service CR web not applied under %s: %v", kinds.ManagerGitOps, cr.GetManagedFields())
 	}
 
 	code, out = operatorUp(t, cl, dir, ns)

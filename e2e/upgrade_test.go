@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
 )
@@ -46,7 +47,7 @@ func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 		},
 	}}
 	apply := func() {
-		for _, r := range (&apply.Applier{Client: cl.c, Manager: apply.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{cr}) {
+		for _, r := range (&apply.Applier{Client: cl.c, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{cr}) {
 			if r.Err != nil {
 				t.Fatalf("apply %s: %v", r.Object, r.Err)
 			}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -92,7 +93,7 @@ func TestApplier(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a := &apply.Applier{Client: c, Manager: apply.ManagerKinds}
+	a := &apply.Applier{Client: c, Manager: kinds.ManagerKinds}
 	ref := func(kind, group, version string) apply.ObjRef {
 		r := apply.ObjRef{Group: group, Version: version, Kind: kind, Name: "web", Namespace: "apply-test"}
 		if kind == "Namespace" {
@@ -195,7 +196,7 @@ func TestApplierIsolatesFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
+	a := &apply.Applier{Client: c, Manager: kinds.ManagerGitOps}
 	got := a.Apply(ctx, read(t, `
 apiVersion: v1
 kind: ConfigMap

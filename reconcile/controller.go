@@ -377,8 +377,8 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace()), client.MatchingFields{indexController: string(s.cr.GetUID())}); err != nil {
 			return fmt.Errorf("list %s in %s: %w", gvk.Kind, s.cr.GetNamespace(), err)
 		}
-		s.takeover.leftover = append(s.takeover.leftover, children.Leftovers(s.desired, list.Items, s.cr.GetUID(), apply.ManagerKinds)...)
-		for _, child := range children.Prunable(s.desired, list.Items, s.cr.GetUID(), apply.ManagerKinds) {
+		s.takeover.leftover = append(s.takeover.leftover, children.Leftovers(s.desired, list.Items, s.cr.GetUID(), kinds.ManagerKinds)...)
+		for _, child := range children.Prunable(s.desired, list.Items, s.cr.GetUID(), kinds.ManagerKinds) {
 			err := r.Client.Delete(ctx, child, client.Preconditions{UID: ptrUID(child.GetUID())}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s: %w", apply.RefOf(child), err)

@@ -215,7 +215,7 @@ func TestKindController(t *testing.T) {
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ctrl-test"}}}
 	crs := []*unstructured.Unstructured{ns, serviceCR("web", true, nil), serviceCR("other", true, nil),
 		serviceCR("crashy", false, map[string]string{testbed.CrashLoopLabel: "true"})}
-	for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, crs) {
+	for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, crs) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
@@ -285,7 +285,7 @@ func TestKindController(t *testing.T) {
 		}
 		var found bool
 		for _, mf := range cr.GetManagedFields() {
-			if mf.Manager == apply.ManagerStatus {
+			if mf.Manager == kinds.ManagerStatus {
 				found = true
 				if mf.Subresource != "status" || mf.Operation != metav1.ManagedFieldsOperationApply {
 					t.Errorf("%s writes %q by %s, want the status subresource by Apply", mf.Manager, mf.Subresource, mf.Operation)
@@ -293,7 +293,7 @@ func TestKindController(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("no managedFields entry for %s: %+v", apply.ManagerStatus, cr.GetManagedFields())
+			t.Errorf("no managedFields entry for %s: %+v", kinds.ManagerStatus, cr.GetManagedFields())
 		}
 	})
 

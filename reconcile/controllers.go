@@ -57,7 +57,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 	if err != nil {
 		return fmt.Errorf("create apply client: %w", err)
 	}
-	applier := &apply.Applier{Client: direct, Manager: apply.ManagerKinds, Concurrency: 4, Adopt: true}
+	applier := &apply.Applier{Client: direct, Manager: kinds.ManagerKinds, Concurrency: 4, Adopt: true}
 	mapper := mgr.GetRESTMapper()
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

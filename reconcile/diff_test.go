@@ -66,7 +66,7 @@ func applyAsOperator(t *testing.T, c client.WithWatch, objs []source.Object) {
 		gitops = append(gitops, o.Obj.DeepCopy())
 	}
 	for _, stage := range [][]*unstructured.Unstructured{namespaces, gitops} {
-		if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, stage)); len(f) > 0 {
+		if f := failures((&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, stage)); len(f) > 0 {
 			t.Fatalf("gitops apply:\n%s", strings.Join(f, "\n"))
 		}
 	}
@@ -82,7 +82,7 @@ func applyAsOperator(t *testing.T, c client.WithWatch, objs []source.Object) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
+		if f := failures((&apply.Applier{Client: c, Manager: kinds.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
 			t.Fatalf("children apply:\n%s", strings.Join(f, "\n"))
 		}
 	}
@@ -111,7 +111,7 @@ func TestDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := failures((&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(ctx, crds)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: c, Manager: kinds.ManagerInstall}).Apply(ctx, crds)); len(f) > 0 {
 		t.Fatalf("install CRDs:\n%s", strings.Join(f, "\n"))
 	}
 	names := make([]string, len(crds))
@@ -161,7 +161,7 @@ func TestDiff(t *testing.T) {
 	}
 	nChildren := 0
 	for _, r := range rs {
-		if r.Manager == apply.ManagerKinds {
+		if r.Manager == kinds.ManagerKinds {
 			nChildren++
 		}
 	}
@@ -209,9 +209,9 @@ func TestDiff(t *testing.T) {
 			want[k] = apply.InSync
 		}
 	}
-	want["Deployment/billing "+apply.ManagerKinds] = apply.Updated
-	want["Secret/billing-secrets "+apply.ManagerGitOps] = apply.Updated
-	want["HanzoService/billing "+apply.ManagerGitOps] = apply.Updated
+	want["Deployment/billing "+kinds.ManagerKinds] = apply.Updated
+	want["Secret/billing-secrets "+kinds.ManagerGitOps] = apply.Updated
+	want["HanzoService/billing "+kinds.ManagerGitOps] = apply.Updated
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("actions after edit (-want +got):\n%s", d)
 	}

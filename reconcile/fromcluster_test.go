@@ -59,7 +59,7 @@ func TestReviewPathsReadInputs(t *testing.T) {
 	if len(crs) != 2 {
 		t.Fatalf("want the mainnet LuxNetwork and LuxChain spc2, got %d CRs", len(crs))
 	}
-	for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, crs) {
+	for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, crs) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
@@ -104,7 +104,7 @@ func TestReviewPathsReadInputs(t *testing.T) {
 				continue
 			}
 			dry := obj.DeepCopy()
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(apply.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(kinds.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
 				t.Errorf("dry-run %s: %v", apply.RefOf(obj), err)
 				continue
 			}
@@ -151,7 +151,7 @@ func TestReviewPathsReadInputs(t *testing.T) {
 	t.Run("the plane's live diff reads the chain", func(t *testing.T) {
 		n, seen := 0, false
 		for _, r := range d.DiffFromCluster(ctx, source.Object{Obj: live, File: "cluster", Doc: 1}) {
-			if r.Manager != apply.ManagerKinds {
+			if r.Manager != kinds.ManagerKinds {
 				continue
 			}
 			n++

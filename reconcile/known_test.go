@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -20,7 +21,7 @@ func TestApplyKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
+	a := &apply.Applier{Client: c, Manager: kinds.ManagerGitOps}
 	cm := read(t, `
 apiVersion: v1
 kind: ConfigMap

@@ -116,7 +116,7 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gitops := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
+	gitops := &apply.Applier{Client: c, Manager: kinds.ManagerGitOps}
 	for _, r := range gitops.Apply(ctx, crs) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
@@ -218,7 +218,7 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 				}
 				dry := obj.DeepCopy()
 				// the response is decoded into dry
-				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(apply.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry), client.FieldOwner(kinds.ManagerKinds), client.ForceOwnership, client.DryRunAll); err != nil {
 					t.Errorf("dry-run %s: %v", apply.RefOf(obj), err)
 					continue
 				}

@@ -131,7 +131,7 @@ func TestLuxNetworksBecomeReady(t *testing.T) {
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": luxNS}}}
 	// the namespace first: the applier applies a batch concurrently
 	for _, batch := range [][]*unstructured.Unstructured{{ns}, {luxRuntimeCR(), luxNetworkCR()}} {
-		for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, batch) {
+		for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, batch) {
 			if r.Err != nil {
 				t.Fatalf("apply %s: %v", r.Object, r.Err)
 			}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -129,7 +130,7 @@ func TestKindControllerRequests(t *testing.T) {
 			children++
 		}
 	}
-	applier := &apply.Applier{Client: c, Manager: apply.ManagerGitOps}
+	applier := &apply.Applier{Client: c, Manager: kinds.ManagerGitOps}
 	for _, batch := range [][]*unstructured.Unstructured{objs[:1], objs[1:]} { // the Namespace first
 		for _, r := range applier.Apply(ctx, batch) {
 			if r.Err != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	kcondition "github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
@@ -59,7 +60,7 @@ func TestTerminalPhaseErrorStalls(t *testing.T) {
 	nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
 	cr := serviceCR("web", true, nil)
 	cr.SetNamespace(ns)
-	for _, r := range (&apply.Applier{Client: admin, Manager: apply.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{nsObj, cr}) {
+	for _, r := range (&apply.Applier{Client: admin, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{nsObj, cr}) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}

@@ -130,7 +130,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 			}
 		}
 	}
-	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(apply.ManagerStatus), client.ForceOwnership)
+	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil // deleted meanwhile

@@ -16,7 +16,6 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	v1 "github.com/openuniverse/operator/kinds/v1"
-	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // TestStatusWrite: on a real apiserver, the status is applied under ManagerStatus at the
@@ -92,7 +91,7 @@ func TestStatusWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(apply.ManagerStatus), client.ForceOwnership)
+		err = c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership)
 		if !apierrors.IsConflict(err) {
 			t.Fatalf("apply at the creation resourceVersion: %v, want a conflict", err)
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
-	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 )
@@ -270,7 +269,7 @@ func TestTakeover(t *testing.T) {
 		poll(ctx, t, "every child applied by universe-operator", func() (bool, string) {
 			now := snapshot(ctx, t, c)
 			for name, s := range now {
-				if name != "Service/main-db-headless" && !slices.Contains(s.managers, apply.ManagerKinds+"/Apply") {
+				if name != "Service/main-db-headless" && !slices.Contains(s.managers, kinds.ManagerKinds+"/Apply") {
 					return false, name + " not adopted: " + strings.Join(s.managers, ",")
 				}
 			}

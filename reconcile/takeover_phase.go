@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/children"
@@ -77,7 +78,7 @@ func (r *KindReconciler) reportTakeover(ctx context.Context, s *scope, st *drive
 		}
 	}
 	if len(adopted) > 0 {
-		r.event(s.cr, corev1.EventTypeNormal, EventAdopted, "now applied by %s, nothing recreated: %s", apply.ManagerKinds, joinNames(adopted))
+		r.event(s.cr, corev1.EventTypeNormal, EventAdopted, "now applied by %s, nothing recreated: %s", kinds.ManagerKinds, joinNames(adopted))
 	}
 	changed := func(typ string) (*string, bool) {
 		before, after := meta.FindStatusCondition(s.previous.Conditions, typ), meta.FindStatusCondition(st.Conditions, typ)
@@ -164,5 +165,5 @@ func leftoverMessage(left []apply.ObjRef) string {
 		names[i] = r.String()
 	}
 	return fmt.Sprintf("%d children owned by this CR were not applied by %s and are left in place (delete them when no longer needed): %s",
-		len(left), apply.ManagerKinds, strings.Join(names, ", "))
+		len(left), kinds.ManagerKinds, strings.Join(names, ", "))
 }

@@ -261,7 +261,7 @@ func (r *KindReconciler) revertInGit(ctx context.Context, cr kinds.Object, spec 
 	if d.Upgrade.RevertCommit != "" {
 		return "; the universe repository names " + d.LastGood + " again (commit " + shortSHA(d.Upgrade.RevertCommit) + ")", 0
 	}
-	fromGit := apply.AppliedBy(cr, apply.ManagerGitOps)
+	fromGit := apply.AppliedBy(cr, kinds.ManagerGitOps)
 	rv := upgrade.RevertDue(*d, asks, fromGit)
 	switch {
 	case !fromGit:
@@ -444,7 +444,7 @@ func (r *KindReconciler) convergePreflight(ctx context.Context, cr kinds.Object,
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	for _, o := range objs {
-		err := r.Upgrades.Client.Create(ctx, o, client.FieldOwner(apply.ManagerUpgrade))
+		err := r.Upgrades.Client.Create(ctx, o, client.FieldOwner(kinds.ManagerUpgrade))
 		switch {
 		case err == nil:
 			log.Info("Created pre-flight resource", "object", apply.RefOf(o).String())

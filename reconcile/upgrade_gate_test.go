@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
@@ -36,7 +37,7 @@ func TestUpgradeGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	apply := func(t *testing.T, crs ...*unstructured.Unstructured) {
-		for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, crs) {
+		for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, crs) {
 			if r.Err != nil {
 				t.Fatalf("apply %s: %v", r.Object, r.Err)
 			}

@@ -104,7 +104,7 @@ func setImage(ctx context.Context, t *testing.T, c client.Client, cr *unstructur
 	if err := unstructured.SetNestedMap(cr.Object, map[string]any{"repository": repo, "tag": tag}, "spec", "image"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{cr}) {
+	for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{cr}) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
@@ -205,7 +205,7 @@ func TestUpgradeMachine(t *testing.T) {
 	for _, cr := range crs {
 		objs = append(objs, cr)
 	}
-	for _, r := range (&apply.Applier{Client: c, Manager: apply.ManagerGitOps}).Apply(ctx, objs) {
+	for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, objs) {
 		if r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}

@@ -80,7 +80,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 	srv, err := deploy.New(deploy.Config{
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
-		Git: gitState, GitManager: apply.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
+		Git: gitState, GitManager: kinds.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
 		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
 		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
 		Committer:     d.Committer,
@@ -167,7 +167,7 @@ func (c crDiffer) Diff(ctx context.Context, cr *unstructured.Unstructured) ([]de
 	var out []deploy.ChildDiff
 	// its inputs from the cluster (a LuxNetwork's LuxChains), as the controller builds it
 	for _, r := range c.d.DiffFromCluster(ctx, source.Object{File: file, Doc: 1, Obj: clean}) {
-		if r.Manager != apply.ManagerKinds {
+		if r.Manager != kinds.ManagerKinds {
 			continue // the CR itself, compared with itself
 		}
 		if r.Action == apply.Failed && r.Object.Kind == cr.GetKind() && r.Object.Name == cr.GetName() {

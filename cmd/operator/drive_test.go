@@ -220,7 +220,7 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 	}
 	ev := &events{}
 	apps := &drive.Apps{Platform: p, Client: c, Cluster: "fight", Mode: drive.ModeOn, Allow: drive.AllowList{"hanzo/cloud/prod"},
-		RolloutTimeout: 2 * time.Minute, RolloutPoll: 500 * time.Millisecond, GitOpsManager: apply.ManagerGitOps,
+		RolloutTimeout: 2 * time.Minute, RolloutPoll: 500 * time.Millisecond, GitOpsManager: kinds.ManagerGitOps,
 		Recorder: ev, Log: testr.New(t)}
 	start := time.Now()
 	out, err := apps.Tick(ctx)

@@ -32,7 +32,6 @@ import (
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
-	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
 )
@@ -160,7 +159,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 	}
 	ev := &events{}
 	apps := &drive.Apps{Platform: p, Client: c, Cluster: "git-cluster", Mode: drive.ModeOn, Allow: drive.AllowList{"hanzo/*"},
-		RolloutTimeout: 2 * time.Minute, RolloutPoll: 300 * time.Millisecond, GitOpsManager: apply.ManagerGitOps,
+		RolloutTimeout: 2 * time.Minute, RolloutPoll: 300 * time.Millisecond, GitOpsManager: kinds.ManagerGitOps,
 		Committer: gw, Recorder: ev, Log: log}
 	start := time.Now()
 	out, err := apps.Tick(ctx)

@@ -91,7 +91,7 @@ func newInstallCommand() *cobra.Command {
 			"--gitops-namespaces and --watch-namespaces, a ClusterRole of cluster-scoped reads; one\n" +
 			"ClusterRole for every namespace only with --gitops-namespaces=* or none), leader-election\n" +
 			"Role and binding, Service (webhook and metrics), Deployment and, with --replicas above 1, a\n" +
-			"PodDisruptionBudget, under the field manager " + apply.ManagerInstall + ".\n" +
+			"PodDisruptionBudget, under the field manager " + kinds.ManagerInstall + ".\n" +
 			"Idempotent: a second run reports every object in-sync. Prints one line per object.\n\n" +
 			"Every flag of `operator run` is an install flag (but those install sets itself: the\n" +
 			"ports, leader election, the files) and reaches the Deployment as given. Installed\n" +

@@ -357,7 +357,7 @@ func TestInstallPrintAccepted(t *testing.T) {
 	if namespaces != 3 {
 		t.Fatalf("%d Namespaces first, want the operator's and the owned apps, data", namespaces)
 	}
-	applied := (&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
+	applied := (&apply.Applier{Client: c, Manager: kinds.ManagerInstall}).Apply(ctx, append(crds, rest[:namespaces]...))
 	for _, r := range applied {
 		if r.Action == apply.Failed || r.Action == apply.Denied {
 			t.Fatalf("%s: %s", r.Object, r.Message)
@@ -379,7 +379,7 @@ func TestInstallPrintAccepted(t *testing.T) {
 				continue
 			}
 			n++
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(apply.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(kinds.ManagerInstall), client.ForceOwnership, client.DryRunAll); err != nil {
 				t.Errorf("%s: server-side dry-run of %s %s: %v", name, o.GetKind(), o.GetName(), err)
 			}
 		}

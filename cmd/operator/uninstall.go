@@ -21,7 +21,7 @@ func newUninstallCommand() *cobra.Command {
 		Short: "Delete the operator's own objects (what install applied); with --crds the CRDs too, once no CR is left",
 		Long: "Delete the Deployments, Services, PodDisruptionBudget, RBAC and ServiceAccount `operator install`\n" +
 			"applied for --api-group in --namespace: only objects that carry install's labels and were applied by\n" +
-			"its field manager " + apply.ManagerInstall + ". Anything else is left and listed: the Namespace\n" +
+			"its field manager " + kinds.ManagerInstall + ". Anything else is left and listed: the Namespace\n" +
 			"(it holds your Secrets and the Lease), an object with the labels that install did not apply.\n\n" +
 			"With --crds, also delete the CRDs install applied, after refusing, and deleting nothing, while any CR\n" +
 			"of them exists (they are named: deleting a CRD deletes its CRs). The CRDs every universe shares\n" +

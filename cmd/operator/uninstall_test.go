@@ -76,12 +76,12 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 
 	// What is not install's: a ConfigMap with its labels written by kubectl, the user's
 	// Secret, another universe's ClusterRole (applied by install), a CR.
-	labels := map[string]any{kinds.LabelName: install.OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}
+	labels := map[string]any{kinds.LabelName: install.OperatorName, kinds.LabelManagedBy: kinds.ManagerInstall}
 	decoy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "lookalike", "namespace": ns, "labels": labels}, "data": map[string]any{"k": "v"}}}
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": install.OperatorName + ".osage.cloud", "labels": labels}}}
-	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: apply.ManagerInstall} {
+	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: kinds.ManagerInstall} {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager)); err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func newUpCommand() *cobra.Command {
 			"--upgrade-fsm), then apply the manifests under DIR through the git sweep's own path: the\n" +
 			"same scope (--gitops-namespaces, --gitops-apply-scope, --gitops-allow-crds), the same plan\n" +
 			"(CRDs, then Namespaces, then the rest; malformed files and objects out of scope skipped by\n" +
-			"name), the same server-side apply under the field manager " + apply.ManagerGitOps + ".\n" +
+			"name), the same server-side apply under the field manager " + kinds.ManagerGitOps + ".\n" +
 			"Nothing is ever deleted. Prints one line per object (CREATE, UPDATE or in-sync), one per\n" +
 			"skip, and a summary. Exit status 1 when anything failed or was skipped.",
 		Args: cobra.NoArgs,

@@ -1,19 +1,7 @@
 package apply
 
 import (
-	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/condition"
-)
-
-// Field managers: the values live in kinds (kinds/managers.go, the one list); these names
-// are the engine's spelling of the same constants.
-const (
-	ManagerKinds   = kinds.ManagerKinds
-	ManagerGitOps  = kinds.ManagerGitOps
-	ManagerStatus  = kinds.ManagerStatus
-	ManagerInstall = kinds.ManagerInstall
-	ManagerWebhook = kinds.ManagerWebhook
-	ManagerUpgrade = kinds.ManagerUpgrade
 )
 
 // FieldOwnerGroup is the group fluxcd/pkg/ssa records as the owner of what it applies.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/reconcile/children"
 )
@@ -24,7 +25,7 @@ func TestPrunable(t *testing.T) {
 		if controller != "" {
 			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "hanzo.ai/v1", Kind: "Service", Name: "web", UID: controller, Controller: ptr.To(isController)}})
 		}
-		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.ManagerKinds, Operation: metav1.ManagedFieldsOperationApply}})
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: kinds.ManagerKinds, Operation: metav1.ManagedFieldsOperationApply}})
 		return u
 	}
 	by := func(u *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType, sub string) *unstructured.Unstructured {
@@ -69,10 +70,10 @@ func TestPrunable(t *testing.T) {
 			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-corefile", owner, true), "manager", metav1.ManagedFieldsOperationUpdate, "")},
 		},
 		"our manager only updated it (not applied): kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-x", owner, true), apply.ManagerKinds, metav1.ManagedFieldsOperationUpdate, "")},
+			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-x", owner, true), kinds.ManagerKinds, metav1.ManagedFieldsOperationUpdate, "")},
 		},
 		"our manager applied only its status: kept": {
-			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-y", owner, true), apply.ManagerKinds, metav1.ManagedFieldsOperationApply, "status")},
+			live: []*unstructured.Unstructured{by(obj("v1", "ConfigMap", "web-y", owner, true), kinds.ManagerKinds, metav1.ManagedFieldsOperationApply, "status")},
 		},
 	}
 	for name, tc := range cases {
@@ -81,7 +82,7 @@ func TestPrunable(t *testing.T) {
 			for i, o := range tc.live {
 				live[i] = *o
 			}
-			if diff := cmp.Diff(tc.want, names(children.Prunable(desired, live, owner, apply.ManagerKinds))); diff != "" {
+			if diff := cmp.Diff(tc.want, names(children.Prunable(desired, live, owner, kinds.ManagerKinds))); diff != "" {
 				t.Errorf("prunable (-want +got):\n%s", diff)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -176,19 +177,19 @@ func TestLeftovers(t *testing.T) {
 		child("Service", "dns-dns", owner, "manager", metav1.ManagedFieldsOperationUpdate),          // built: adopted, not leftover
 		child("Service", "dns", owner, "hanzo-operator", metav1.ManagedFieldsOperationApply),        // the Rust name: leftover
 		child("ConfigMap", "dns-old", owner, "manager", metav1.ManagedFieldsOperationUpdate),        // the Go operator's: leftover
-		child("Service", "dns-gone", owner, apply.ManagerKinds, metav1.ManagedFieldsOperationApply), // ours: pruned, not leftover
+		child("Service", "dns-gone", owner, kinds.ManagerKinds, metav1.ManagedFieldsOperationApply), // ours: pruned, not leftover
 		child("Service", "other", "other-uid", "manager", metav1.ManagedFieldsOperationUpdate),      // another CR's
 		child("Service", "loose", "", "kubectl", metav1.ManagedFieldsOperationUpdate),               // nobody's
 	}
 	var got []string
-	for _, r := range Leftovers([]*unstructured.Unstructured{built}, live, owner, apply.ManagerKinds) {
+	for _, r := range Leftovers([]*unstructured.Unstructured{built}, live, owner, kinds.ManagerKinds) {
 		got = append(got, r.String())
 	}
 	if diff := cmp.Diff([]string{"ConfigMap/ns/dns-old", "Service/ns/dns"}, got); diff != "" {
 		t.Errorf("Leftovers (-want +got):\n%s", diff)
 	}
 	var pruned []string
-	for _, o := range Prunable([]*unstructured.Unstructured{built}, live, owner, apply.ManagerKinds) {
+	for _, o := range Prunable([]*unstructured.Unstructured{built}, live, owner, kinds.ManagerKinds) {
 		pruned = append(pruned, apply.RefOf(o).String())
 	}
 	if diff := cmp.Diff([]string{"Service/ns/dns-gone"}, pruned); diff != "" {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -62,7 +63,7 @@ func (im *impersonator) get(ns string) *tenantClients {
 		tc.err = fmt.Errorf("gitops metadata client as %s: %w", im.User(ns), err)
 		return tc
 	}
-	tc.applier = &apply.Applier{Client: NeverDelete(c), Manager: apply.ManagerGitOps, Concurrency: 1}
+	tc.applier = &apply.Applier{Client: NeverDelete(c), Manager: kinds.ManagerGitOps, Concurrency: 1}
 	return tc
 }
 

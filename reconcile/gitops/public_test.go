@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
@@ -77,7 +78,7 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 func TestManagerLabelIsBounded(t *testing.T) {
 	for in, want := range map[string]string{
 		"kubectl-client-side-apply": "kubectl", "kubectl-edit": "kubectl", "kubectl": "kubectl",
-		"helm": "helm", apply.ManagerKinds: apply.ManagerKinds,
+		"helm": "helm", kinds.ManagerKinds: kinds.ManagerKinds,
 		"evil-" + strings.Repeat("x", 100): "other", "": "other",
 	} {
 		if got := ManagerLabel(in); got != want {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/kinds"
 )
 
 // RequestedAt is the annotation a standby replica sets to hand a webhook to the leader.
@@ -44,7 +44,7 @@ type Relay struct {
 	pending bool
 }
 
-const relayManager = apply.ManagerWebhook
+const relayManager = kinds.ManagerWebhook
 
 // Record stamps the request: one server-side apply, or, within MinInterval
 // of the last one, a single deferred apply at the end of the interval.

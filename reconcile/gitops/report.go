@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -286,7 +287,7 @@ func publicError(err error, msg string) string {
 // knownManagers are the field managers named in the drift metric; any other
 // is "other", so a writer cannot mint label values (each a new time series).
 var knownManagers = []string{
-	apply.ManagerKinds, apply.ManagerGitOps, "kube-controller-manager", "kube-scheduler",
+	kinds.ManagerKinds, kinds.ManagerGitOps, "kube-controller-manager", "kube-scheduler",
 	"helm", "argocd-controller", "kustomize-controller", "helm-controller", "flux-client-side-apply",
 }
 

@@ -25,6 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
 )
@@ -125,7 +126,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	}
 	s := &Sweeper{
 		src: src, scope: scope, mapper: mapper, trig: NewTrigger(),
-		applier:  &apply.Applier{Client: c, Manager: apply.ManagerGitOps, Concurrency: 1},
+		applier:  &apply.Applier{Client: c, Manager: kinds.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*apply.Record{}, inflight: map[key]bool{},
 	}

@@ -163,7 +163,7 @@ func (i Installer) Install(ctx context.Context, o InstallOptions) ([]apply.Resul
 	if err != nil {
 		return nil, err
 	}
-	a := &apply.Applier{Client: i.Client, Manager: apply.ManagerInstall}
+	a := &apply.Applier{Client: i.Client, Manager: kinds.ManagerInstall}
 	results, pending := i.applyCRDs(ctx, a, crds)
 	if err := i.waitEstablished(ctx, pending); err != nil {
 		return results, err
@@ -244,7 +244,7 @@ func inBundle(live, want *unstructured.Unstructured) bool {
 		return false
 	}
 	for _, e := range live.GetManagedFields() {
-		if e.Subresource == "" && e.Manager != apply.ManagerInstall {
+		if e.Subresource == "" && e.Manager != kinds.ManagerInstall {
 			return false
 		}
 	}
@@ -575,7 +575,7 @@ func operatorLabels() map[string]string {
 	return map[string]string{
 		kinds.LabelName:      OperatorName,
 		kinds.LabelInstance:  OperatorName,
-		kinds.LabelManagedBy: apply.ManagerInstall,
+		kinds.LabelManagedBy: kinds.ManagerInstall,
 	}
 }
 

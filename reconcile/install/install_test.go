@@ -80,7 +80,7 @@ func TestCRDsBundleAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := (&apply.Applier{Client: c, Manager: apply.ManagerInstall}).Apply(context.Background(), objs)
+	rs := (&apply.Applier{Client: c, Manager: kinds.ManagerInstall}).Apply(context.Background(), objs)
 	if f := failures(rs); len(f) > 0 {
 		t.Fatalf("bundle refused:\n%s", strings.Join(f, "\n"))
 	}
@@ -239,7 +239,7 @@ kind: Lease
 metadata: {name: universe-operator.osage.cloud, namespace: rbac-test}
 spec: {holderIdentity: me}
 `)
-	if f := failures((&apply.Applier{Client: sa, Manager: apply.ManagerGitOps}).Apply(ctx, objs)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: sa, Manager: kinds.ManagerGitOps}).Apply(ctx, objs)); len(f) > 0 {
 		t.Fatalf("operator may not apply its CR or Lease:\n%s", strings.Join(f, "\n"))
 	}
 	cr := objs[0]
@@ -250,7 +250,7 @@ spec: {holderIdentity: me}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := failures((&apply.Applier{Client: sa, Manager: apply.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
+	if f := failures((&apply.Applier{Client: sa, Manager: kinds.ManagerKinds}).Apply(ctx, children)); len(f) > 0 {
 		t.Fatalf("operator may not apply the children:\n%s", strings.Join(f, "\n"))
 	}
 	status := cr.DeepCopy()

@@ -99,7 +99,7 @@ func TestInstalledRBACIsTheNeedsTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := &apply.Applier{Client: admin, Manager: apply.ManagerInstall}
+			a := &apply.Applier{Client: admin, Manager: kinds.ManagerInstall}
 			for _, stage := range stages[:2] { // the Namespaces, the RBAC and ServiceAccount
 				if f := failures(a.Apply(ctx, stage)); len(f) > 0 {
 					t.Fatalf("install failed:\n%s", strings.Join(f, "\n"))

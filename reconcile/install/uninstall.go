@@ -110,7 +110,7 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 		}
 		for _, obj := range objs {
 			if !appliedByInstall(obj) {
-				rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(obj), Reason: "carries install's labels but was not applied by " + apply.ManagerInstall})
+				rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(obj), Reason: "carries install's labels but was not applied by " + kinds.ManagerInstall})
 				continue
 			}
 			rep.Deleted = append(rep.Deleted, i.delete(ctx, obj))
@@ -132,7 +132,7 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	sel := client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}
+	sel := client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: kinds.ManagerInstall}
 	cluster := gvk.Kind == "ClusterRole" || gvk.Kind == "ClusterRoleBinding"
 	opts := []client.ListOption{sel}
 	if !cluster {
@@ -159,7 +159,7 @@ func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.Group
 // appliedByInstall reports whether install's field manager applied obj.
 func appliedByInstall(obj *unstructured.Unstructured) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == apply.ManagerInstall && mf.Operation == metav1.ManagedFieldsOperationApply {
+		if mf.Manager == kinds.ManagerInstall && mf.Operation == metav1.ManagedFieldsOperationApply {
 			return true
 		}
 	}
@@ -215,7 +215,7 @@ func (i Installer) uninstallableCRDs(ctx context.Context, o UninstallOptions, re
 		group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
 		switch {
 		case !appliedByInstall(live):
-			rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(live), Reason: "not applied by " + apply.ManagerInstall})
+			rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(live), Reason: "not applied by " + kinds.ManagerInstall})
 		case !own[group] && len(others) > 0:
 			rep.Kept = append(rep.Kept, Kept{Object: apply.RefOf(live), Reason: "shared with the install of " + strings.Join(others, ", ")})
 		default:
@@ -230,7 +230,7 @@ func (i Installer) uninstallableCRDs(ctx context.Context, o UninstallOptions, re
 func (i Installer) otherUniverses(ctx context.Context, group string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleList"})
-	if err := i.Client.List(ctx, list, client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: apply.ManagerInstall}); err != nil {
+	if err := i.Client.List(ctx, list, client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: kinds.ManagerInstall}); err != nil {
 		return nil, fmt.Errorf("list ClusterRoles: %w", err)
 	}
 	var out []string

@@ -81,7 +81,7 @@ func (d *Differ) Diff(ctx context.Context, objs []source.Object) []DiffResult {
 func (d *Differ) DiffFromCluster(ctx context.Context, o source.Object) []DiffResult {
 	r, err := d.Renderer.FromCluster(ctx, d.Client, o.Obj)
 	if err != nil {
-		return []DiffResult{{Object: apply.RefOf(o.Obj), From: Location(o), Manager: apply.ManagerKinds, Action: apply.Failed,
+		return []DiffResult{{Object: apply.RefOf(o.Obj), From: Location(o), Manager: kinds.ManagerKinds, Action: apply.Failed,
 			Err: fmt.Errorf("%s: %w", Location(o), err)}}
 	}
 	return d.diffObject(ctx, r, o, &namespaceCache{known: map[string]bool{}})
@@ -92,17 +92,17 @@ func (d *Differ) diffObject(ctx context.Context, r Renderer, o source.Object, na
 	if _, ok := r.Registry.Lookup(o.Obj.GroupVersionKind(), r.APIGroup); !ok {
 		rd := r.RenderOne(o)
 		if rd.Err != nil {
-			return []DiffResult{{Object: apply.RefOf(o.Obj), From: from, Manager: apply.ManagerGitOps, Action: apply.Failed, Err: rd.Err}}
+			return []DiffResult{{Object: apply.RefOf(o.Obj), From: from, Manager: kinds.ManagerGitOps, Action: apply.Failed, Err: rd.Err}}
 		}
-		return []DiffResult{d.diffOne(ctx, rd.Objects[0], from, apply.ManagerGitOps, namespaces)}
+		return []DiffResult{d.diffOne(ctx, rd.Objects[0], from, kinds.ManagerGitOps, namespaces)}
 	}
 
 	cr := o.Obj.DeepCopy()
 	if err := normalize.Unstructured(cr); err != nil {
-		return []DiffResult{{Object: apply.RefOf(cr), From: from, Manager: apply.ManagerGitOps, Action: apply.Failed,
+		return []DiffResult{{Object: apply.RefOf(cr), From: from, Manager: kinds.ManagerGitOps, Action: apply.Failed,
 			Err: fmt.Errorf("%s: normalize %s: %w", from, apply.RefOf(cr), err)}}
 	}
-	out := []DiffResult{d.diffOne(ctx, cr, from, apply.ManagerGitOps, namespaces)}
+	out := []DiffResult{d.diffOne(ctx, cr, from, kinds.ManagerGitOps, namespaces)}
 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(cr.GroupVersionKind())
@@ -111,7 +111,7 @@ func (d *Differ) diffObject(ctx context.Context, r Renderer, o source.Object, na
 	case apierrors.IsNotFound(err):
 		live = nil
 	case err != nil:
-		return append(out, DiffResult{Object: apply.RefOf(cr), From: from, Manager: apply.ManagerKinds, Action: apply.Failed,
+		return append(out, DiffResult{Object: apply.RefOf(cr), From: from, Manager: kinds.ManagerKinds, Action: apply.Failed,
 			Err: fmt.Errorf("%s: look up live %s for its children's owner uid: %w", from, apply.RefOf(cr), err)})
 	default:
 		withUID := o
@@ -122,17 +122,17 @@ func (d *Differ) diffObject(ctx context.Context, r Renderer, o source.Object, na
 	rd := r.RenderOne(o)
 	switch {
 	case rd.Err != nil:
-		return append(out, DiffResult{Object: apply.RefOf(cr), From: from, Manager: apply.ManagerKinds, Action: apply.Failed, Err: rd.Err})
+		return append(out, DiffResult{Object: apply.RefOf(cr), From: from, Manager: kinds.ManagerKinds, Action: apply.Failed, Err: rd.Err})
 	case rd.Halt != nil:
 		out[0].Halt = rd.Halt
 		return out
 	}
 	for _, child := range rd.Objects {
 		if live == nil {
-			out = append(out, created(child, from, apply.ManagerKinds))
+			out = append(out, created(child, from, kinds.ManagerKinds))
 			continue
 		}
-		out = append(out, d.diffOne(ctx, child, from, apply.ManagerKinds, namespaces))
+		out = append(out, d.diffOne(ctx, child, from, kinds.ManagerKinds, namespaces))
 	}
 	return out
 }

@@ -156,8 +156,8 @@ func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured
 			out = append(out, r)
 			continue
 		}
-		r.Writers = apply.Writers(l, apply.ManagerKinds)
-		rm := ssa.NewResourceManager(d.Client, nil, ssa.Owner{Field: apply.ManagerKinds, Group: apply.FieldOwnerGroup})
+		r.Writers = apply.Writers(l, kinds.ManagerKinds)
+		rm := ssa.NewResourceManager(d.Client, nil, ssa.Owner{Field: kinds.ManagerKinds, Group: apply.FieldOwnerGroup})
 		entry, liveObj, merged, err := rm.Diff(ctx, child.DeepCopy(), ssa.DefaultDiffOptions())
 		switch {
 		case err != nil && force && ssaerrors.IsImmutableError(err):
@@ -172,7 +172,7 @@ func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured
 			}
 		case entry.Action == ssa.CreatedAction:
 			r.Change = ChangeCreate
-		case apply.AppliedBy(l, apply.ManagerKinds):
+		case apply.AppliedBy(l, kinds.ManagerKinds):
 			r.Change = ChangeInSync
 		default:
 			r.Change = ChangeOwnership
@@ -187,7 +187,7 @@ func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured
 		if !served {
 			continue
 		}
-		for _, ref := range children.Leftovers(desired, items, cr.GetUID(), apply.ManagerKinds) {
+		for _, ref := range children.Leftovers(desired, items, cr.GetUID(), kinds.ManagerKinds) {
 			r := TakeoverResult{CR: crRef, Object: ref, Change: ChangeLeftover}
 			for i := range items {
 				if apply.RefOf(&items[i]) == ref {
@@ -196,7 +196,7 @@ func (d *Differ) takeoverCR(ctx context.Context, e kinds.Entry, cr *unstructured
 			}
 			out = append(out, r)
 		}
-		for _, o := range children.Prunable(desired, items, cr.GetUID(), apply.ManagerKinds) {
+		for _, o := range children.Prunable(desired, items, cr.GetUID(), kinds.ManagerKinds) {
 			out = append(out, TakeoverResult{CR: crRef, Object: apply.RefOf(o), Change: ChangeDelete})
 		}
 	}
@@ -256,7 +256,7 @@ func WriteTakeover(w io.Writer, rs []TakeoverResult) error {
 		case ChangeOwnership:
 			line += " (from " + strings.Join(r.Writers, ", ") + ")"
 		case ChangeLeftover:
-			line += " (written by " + strings.Join(r.Writers, ", ") + "; not applied by " + apply.ManagerKinds + ", left in place)"
+			line += " (written by " + strings.Join(r.Writers, ", ") + "; not applied by " + kinds.ManagerKinds + ", left in place)"
 		case ChangeFailed:
 			line += ": " + fmt.Sprint(r.Err)
 		}
