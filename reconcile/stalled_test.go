@@ -65,6 +65,8 @@ func TestTerminalPhaseErrorStalls(t *testing.T) {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
 	}
+	// the other tests' operators watch every namespace of this apiserver: the CR goes with the test
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), cr) })
 	at := func(u *unstructured.Unstructured, name string) (*unstructured.Unstructured, error) {
 		return u, admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
 	}
