@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/openuniverse/operator/source/transport"
 )
 
 // SafeConfig turns a stored kubeconfig into the REST config of endpoint. The kubeconfig
@@ -94,26 +97,19 @@ func sameServer(server, endpoint string) error {
 var ErrNonRoutable = errors.New("non-routable apiserver address refused")
 
 // checkDial refuses loopback, private, link-local (the cloud metadata endpoint among them),
-// unique-local, CGNAT, unspecified and multicast addresses unless allowNonRoutable.
+// unique-local, CGNAT, unspecified and multicast addresses unless allowNonRoutable
+// (transport.PublicAddr, the registry client's check too).
 func checkDial(address string, allowNonRoutable bool) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", address, err)
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
 		return fmt.Errorf("dial %s: not an IP address", address)
 	}
-	if allowNonRoutable || routable(ip) {
+	if allowNonRoutable || transport.PublicAddr(ip) {
 		return nil
 	}
 	return fmt.Errorf("dial %s: %w", address, ErrNonRoutable)
-}
-
-var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
-
-func routable(ip net.IP) bool {
-	nonRoutable := ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || cgnat.Contains(ip)
-	return !nonRoutable
 }

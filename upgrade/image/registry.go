@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/openuniverse/operator/source"
+	outbound "github.com/openuniverse/operator/source/transport"
 )
 
 // Registry lists tags through go-containerregistry (remote.List: the bearer-token challenge
@@ -358,26 +359,12 @@ func dialControl(allowPrivate bool) func(network, address string, _ syscall.RawC
 			return &privateError{address}
 		}
 		ip, err := netip.ParseAddr(host)
-		if err != nil || !PublicAddr(ip) {
+		if err != nil || !outbound.PublicAddr(ip) {
 			return &privateError{address}
 		}
 		return nil
 	}
 }
-
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// PublicAddr reports whether ip is a public unicast address: not loopback, private (RFC 1918,
-// fc00::/7), link-local (169.254/16, fe80::/10: cloud metadata), CGNAT (100.64/10),
-// multicast or unspecified; an IPv4-mapped IPv6 address is judged as its IPv4.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsValid() && ip.IsGlobalUnicast() && !ip.IsPrivate() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() &&
-		!cgnat.Contains(ip) && !thisNetwork(ip)
-}
-
-// thisNetwork: 0.0.0.0/8, "this network" (RFC 791), which Linux dials as loopback.
-func thisNetwork(ip netip.Addr) bool { return ip.Is4() && ip.As4()[0] == 0 }
 
 func loopback(host string) bool {
 	if host == "localhost" {

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/openuniverse/operator/source"
+	outbound "github.com/openuniverse/operator/source/transport"
 )
 
 // pushTags pushes one small random image under every tag to repo on the registry at host.
@@ -232,12 +233,12 @@ func TestListTagsRefusesPrivateAddresses(t *testing.T) {
 		t.Fatalf("allowed: %v %v", tags, err)
 	}
 	for _, a := range []string{"127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:169.254.169.254", "224.0.0.1"} {
-		if PublicAddr(netip.MustParseAddr(a)) {
+		if outbound.PublicAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s is public", a)
 		}
 	}
 	for _, a := range []string{"140.82.112.34", "8.8.8.8", "2606:4700::1111"} {
-		if !PublicAddr(netip.MustParseAddr(a)) {
+		if !outbound.PublicAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s is not public", a)
 		}
 	}
