@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,6 +170,7 @@ func TestUpgradeMachine(t *testing.T) {
 	}
 	installCRDs(t, cfg, c)
 	installSnapshotCRDs(t, cfg)
+	cloneRoot := testbed.CloneStorage(t, cfg)
 	logs := startKinds(t, cfg, reconcile.WithUpgrades(true))
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("DUMP_LOGS") != "" {
@@ -180,9 +183,10 @@ func TestUpgradeMachine(t *testing.T) {
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	// The live data claim of the stateful app (the operator references it, never creates it).
+	// The live data claim of the stateful app (the operator references it, never creates it),
+	// of the testbed's clone storage class, so its snapshot and the clone from it are real.
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-app-db", Namespace: upNS}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(testbed.StorageClass),
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(testbed.CloneClass),
 		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	if err := c.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -199,7 +203,7 @@ func TestUpgradeMachine(t *testing.T) {
 		"db": upgradeCR("db", v1, map[string]any{"enabled": true, "soakSeconds": int64(3), "preflightDeadlineSeconds": int64(30),
 			"bootEnv": []any{map[string]any{"name": "MODE", "value": "preflight"}}},
 			map[string]any{"persistence": map[string]any{"enabled": true, "dataDir": "/data", "dbPath": "app.db", "bucket": "b",
-				"storage": map[string]any{"storageClassName": testbed.StorageClass, "size": "1Gi"}}}),
+				"storage": map[string]any{"storageClassName": testbed.CloneClass, "size": "1Gi"}}}),
 	}
 	var objs []*unstructured.Unstructured
 	for _, cr := range crs {
@@ -227,7 +231,7 @@ func TestUpgradeMachine(t *testing.T) {
 		await(t, name, "adopts v1 as the baseline", func(v upView) bool { return v.lastGood == v1 && v.phase == "" })
 	}
 
-	t.Run("scenarios", func(t *testing.T) { scenarios(ctx, t, c, crs, await) })
+	t.Run("scenarios", func(t *testing.T) { scenarios(ctx, t, c, crs, await, cloneRoot) })
 	// Every transition left an Event on its CR.
 	poll(ctx, t, "upgrade events", func() (bool, string) {
 		evs := &eventsv1.EventList{}
@@ -249,7 +253,7 @@ func TestUpgradeMachine(t *testing.T) {
 	})
 }
 
-func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[string]*unstructured.Unstructured, await func(*testing.T, string, string, func(upView) bool) upView) {
+func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[string]*unstructured.Unstructured, await func(*testing.T, string, string, func(upView) bool) upView, cloneRoot string) {
 	const v1, v2, v3 = "ghcr.io/example/up:v1", "ghcr.io/example/up:v2", "ghcr.io/example/up:v3"
 	t.Run("happy upgrade: pre-flight, flip, soak, lastGood advances", func(t *testing.T) {
 		t.Parallel()
@@ -322,33 +326,133 @@ func scenarios(ctx context.Context, t *testing.T, c client.Client, crs map[strin
 		}
 	})
 
-	t.Run("stateful pre-flight: snapshot and clone created, then collected", func(t *testing.T) {
+	t.Run("stateful pre-flight: the candidate boots over a clone of the live data, then clone and snapshot are collected", func(t *testing.T) {
 		t.Parallel()
-		images := watchImages(ctx, c, "db")
-		setImage(ctx, t, c, crs["db"], v2)
-		var seen map[string]int
-		poll(ctx, t, "db: pre-flight resources created", func() (bool, string) {
-			seen = preflightObjects(ctx, t, c, "db")
-			return seen["VolumeSnapshot"] == 1 && seen["PersistentVolumeClaim"] == 1 && seen["Pod"] == 1 && seen["NetworkPolicy"] == 1, fmt.Sprint(seen)
-		})
-		snap := &unstructured.Unstructured{}
-		snap.SetGroupVersionKind(gvkSnapshot)
-		n := upgrade.NamesOf("db", v2)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Snapshot}, snap); err != nil {
-			t.Fatal(err)
-		}
-		if src, _, _ := unstructured.NestedString(snap.Object, "spec", "source", "persistentVolumeClaimName"); src != "db-app-db" {
-			t.Errorf("snapshot source %q", src)
-		}
-		// Whatever the pre-flight comes to here (no snapshot controller runs, so the clone
-		// may never bind), leaving Preflighting removes every pre-flight resource.
-		await(t, "db", "pre-flight settled", func(v upView) bool { return v.phase != "Preflighting" && v.phase != "" || v.lastGood == v2 })
-		poll(ctx, t, "db: pre-flight resources removed", func() (bool, string) {
-			left := preflightObjects(ctx, t, c, "db")
-			return len(left) == 0, fmt.Sprint(left)
-		})
-		v, _ := view(ctx, c, "db")
-		t.Logf("stateful pre-flight ended %s; the Deployment ran %v", v, images())
+		statefulPreflight(ctx, t, c, await, crs["db"], cloneRoot)
 	})
 
+}
+
+// statefulPreflight upgrades the stateful app db from v1 to v2 over the testbed's clone
+// storage. The live claim's volume holds a marker file the test writes as the app would; with
+// kwok no container runs, so the candidate "seeing" the data is observed on the host: the
+// volume the clone claim is bound to is a different directory holding the same marker, and the
+// candidate pod's spec mounts that claim (and no volume of it names the live claim) while kwok
+// runs it. After the upgrade the snapshot, the clone, its volume and both copies are gone, and
+// the live data is untouched.
+func statefulPreflight(ctx context.Context, t *testing.T, c client.Client, await func(*testing.T, string, string, func(upView) bool) upView,
+	cr *unstructured.Unstructured, cloneRoot string) {
+	const v1, v2 = "ghcr.io/example/up:v1", "ghcr.io/example/up:v2"
+	var liveDir string
+	poll(ctx, t, "db: the live claim bound", func() (bool, string) {
+		d, err := testbed.ClaimDir(ctx, c, upNS, "db-app-db")
+		liveDir = d
+		return d != "" && err == nil, fmt.Sprint(err)
+	})
+	marker := fmt.Sprintf("live data of db at %s\n", time.Now().UTC().Format(time.RFC3339Nano))
+	if err := os.WriteFile(filepath.Join(liveDir, "marker"), []byte(marker), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := upgrade.NamesOf("db", v2)
+	images := watchImages(ctx, c, "db")
+	seen := watchPreflight(ctx, c, n)
+	setImage(ctx, t, c, cr, v2)
+	await(t, "db", "succeeded over the clone", func(v upView) bool { return v.lastGood == v2 && v.phase == "" })
+	pf := seen()
+	switch {
+	case pf.snapSource != "db-app-db" || !pf.snapReady:
+		t.Errorf("the snapshot: source %q, ready %v; want db-app-db, ready", pf.snapSource, pf.snapReady)
+	case pf.cloneDir == "":
+		t.Errorf("the clone was never seen bound")
+	case pf.cloneDir == liveDir:
+		t.Errorf("the clone is bound to the live volume %s", liveDir)
+	case pf.cloneMarker != marker:
+		t.Errorf("the clone's volume %s held marker %q, want the live data's %q", pf.cloneDir, pf.cloneMarker, marker)
+	}
+	if !slices.Equal(pf.podClaims, []string{n.Clone}) || !pf.podRunning {
+		t.Errorf("the candidate mounted the claims %v (running: %v), want the clone %s only, running (never db-app-db)", pf.podClaims, pf.podRunning, n.Clone)
+	}
+	snapUID, cloneDir, cloneVolume := pf.snapUID, pf.cloneDir, pf.cloneVolume
+
+	poll(ctx, t, "db: pre-flight resources removed", func() (bool, string) {
+		left := preflightObjects(ctx, t, c, "db")
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	poll(ctx, t, "db: the clone's volume and both copies collected", func() (bool, string) {
+		var left []string
+		if err := c.Get(ctx, client.ObjectKey{Name: cloneVolume}, &corev1.PersistentVolume{}); cloneVolume != "" && !apierrors.IsNotFound(err) {
+			left = append(left, "volume "+cloneVolume)
+		}
+		for _, d := range []string{cloneDir, testbed.SnapshotDir(cloneRoot, snapUID)} {
+			if _, err := os.Stat(d); !os.IsNotExist(err) {
+				left = append(left, d)
+			}
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	if got, err := os.ReadFile(filepath.Join(liveDir, "marker")); err != nil || string(got) != marker {
+		t.Errorf("the live data changed: %q (%v)", got, err)
+	}
+	if seen := images(); !slices.Equal(seen, []string{v1, v2}) {
+		t.Errorf("the Deployment ran %v, want v1 then v2", seen)
+	}
+}
+
+// preflightSeen is what watchPreflight saw of a stateful pre-flight while it ran.
+type preflightSeen struct {
+	snapReady             bool
+	snapSource            string
+	snapUID               types.UID
+	cloneDir, cloneVolume string
+	cloneMarker           string   // the marker file of the clone's volume when first seen bound
+	podClaims             []string // every claim a volume of the candidate pod named
+	podRunning            bool
+}
+
+// watchPreflight samples the pre-flight resources of n every 50ms until stopped: they live
+// for as long as the candidate takes to become Ready, which on kwok is about a second.
+func watchPreflight(ctx context.Context, c client.Client, n upgrade.Names) (stop func() preflightSeen) {
+	var mu sync.Mutex
+	var seen preflightSeen
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			snap := &unstructured.Unstructured{}
+			snap.SetGroupVersionKind(gvkSnapshot)
+			snapErr := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Snapshot}, snap)
+			dir, _ := testbed.ClaimDir(ctx, c, upNS, n.Clone)
+			var marker []byte
+			if dir != "" {
+				marker, _ = os.ReadFile(filepath.Join(dir, "marker"))
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			pvcErr := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Clone}, pvc)
+			p := &corev1.Pod{}
+			podErr := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Pod}, p)
+			mu.Lock()
+			if snapErr == nil {
+				seen.snapSource, _, _ = unstructured.NestedString(snap.Object, "spec", "source", "persistentVolumeClaimName")
+				seen.snapUID = snap.GetUID()
+				if ok, _, _ := unstructured.NestedBool(snap.Object, "status", "readyToUse"); ok {
+					seen.snapReady = true
+				}
+			}
+			if dir != "" && seen.cloneDir == "" && pvcErr == nil {
+				seen.cloneDir, seen.cloneMarker, seen.cloneVolume = dir, string(marker), pvc.Spec.VolumeName
+			}
+			if podErr == nil {
+				for _, v := range p.Spec.Volumes {
+					if v.PersistentVolumeClaim != nil && !slices.Contains(seen.podClaims, v.PersistentVolumeClaim.ClaimName) {
+						seen.podClaims = append(seen.podClaims, v.PersistentVolumeClaim.ClaimName)
+					}
+				}
+				seen.podRunning = seen.podRunning || p.Status.Phase == corev1.PodRunning
+			}
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() preflightSeen { cancel(); <-done; mu.Lock(); defer mu.Unlock(); return seen }
 }
