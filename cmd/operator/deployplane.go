@@ -50,6 +50,9 @@ type planeDeps struct {
 	// Tenancy is the one tenancy rule (--tenant-org-managers): an application's org is its
 	// namespace's. The zero value trusts kinds.DefaultOrgManagers, run's default.
 	Tenancy kinds.Tenancy
+	// Build is run's build settings (--allow-unverified-seed, --static-server-image): the live
+	// diff builds what the controllers apply.
+	Build kinds.Context
 }
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
@@ -81,7 +84,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
 		Git: gitState, GitManager: kinds.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
-		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
+		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup, Build: d.Build}}},
 		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
 		Committer:     d.Committer,
 		Revisions:     revisionSource(d.Commits),
@@ -212,6 +215,8 @@ type deployPlaneOptions struct {
 	APIGroup, Namespace, Kubeconfig, MetricsAddr, LogLevel string
 	Tenancy                                                kinds.Tenancy
 	Plane                                                  deploy.Options
+	// Build is what the live diff's builds read beyond the CR, as `operator run` takes it.
+	Build kinds.Context
 	// Git is the universe repository's write path (planegit.go): a rollback of a CR from
 	// git commits there.
 	Git planeGit
@@ -247,6 +252,7 @@ func newDeployPlaneCommandWith(o *deployPlaneOptions) *cobra.Command {
 	fs.StringSliceVar(&o.Tenancy.Managers, "tenant-org-managers", kinds.DefaultOrgManagers,
 		"Field managers whose write of a Namespace's "+kinds.OrgLabel+" label makes it that org's tenant: an application's org is its namespace's, and a CR whose own "+kinds.OrgLabel+" label differs is shown to no org.")
 	o.Plane.BindFlags(fs, ":8090")
+	bindBuildFlags(fs, &o.Build)
 	return cmd
 }
 
@@ -256,6 +262,9 @@ func runDeployPlane(o *deployPlaneOptions) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.Level(level)))
+	if err := validateBuild(o.Build); err != nil {
+		return err
+	}
 	if !o.Plane.Enabled() {
 		return errors.New("--deploy-plane-bind-address is empty: nothing to serve")
 	}
@@ -282,7 +291,7 @@ func runDeployPlane(o *deployPlaneOptions) error {
 	}
 	// no sweep runs here: the leader's, through the webhook relay it watches
 	ask := &sweepAsk{relay: &gitops.Relay{Client: cs, Namespace: o.Namespace, Name: install.WebhookRelay, Now: time.Now}}
-	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Ask: ask, RepoURL: o.Git.repoURL(), Branch: o.Git.branch(), Tenancy: o.Tenancy}
+	deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Ask: ask, RepoURL: o.Git.repoURL(), Branch: o.Git.branch(), Tenancy: o.Tenancy, Build: o.Build}
 	gw, src, err := o.Git.open(ask.ask)
 	if err != nil {
 		return err

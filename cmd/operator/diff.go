@@ -17,6 +17,7 @@ import (
 func newDiffCommand() *cobra.Command {
 	var group, kubeconfig, namespace string
 	var takeover bool
+	var build kinds.Context
 	limits := source.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "diff <file|dir>  |  diff --takeover -n <ns>",
@@ -35,8 +36,11 @@ func newDiffCommand() *cobra.Command {
 			if err := kinds.ValidateGroup(group); err != nil {
 				return codedError{code: 2, msg: err.Error()}
 			}
+			if err := validateBuild(build); err != nil {
+				return codedError{code: 2, msg: err.Error()}
+			}
 			if takeover {
-				return diffTakeover(cmd, group, kubeconfig, namespace, args)
+				return diffTakeover(cmd, build, group, kubeconfig, namespace, args)
 			}
 			if len(args) != 1 {
 				return codedError{code: 2, msg: "diff: one file or directory (or --takeover -n <ns>)"}
@@ -54,7 +58,7 @@ func newDiffCommand() *cobra.Command {
 				return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 			}
 			objs, fileErrs := source.ParseLimited(snap, limits)
-			d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
+			d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}}
 			rs := d.Diff(cmd.Context(), objs)
 			if err := render.WriteDiff(cmd.OutOrStdout(), rs); err != nil {
 				return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
@@ -86,12 +90,13 @@ func newDiffCommand() *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means $KUBECONFIG or in-cluster.")
 	cmd.Flags().BoolVar(&takeover, "takeover", false, "Report what taking over the namespace's CRs from another operator would change (dry-run only).")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "Namespace to take over, with --takeover.")
+	bindBuildFlags(cmd.Flags(), &build)
 	limits.BindFlags(cmd.Flags())
 	return cmd
 }
 
 // diffTakeover runs `operator diff --takeover -n <ns>`.
-func diffTakeover(cmd *cobra.Command, group, kubeconfig, namespace string, args []string) error {
+func diffTakeover(cmd *cobra.Command, build kinds.Context, group, kubeconfig, namespace string, args []string) error {
 	if len(args) != 0 || namespace == "" {
 		return codedError{code: 2, msg: "diff --takeover: takes no file, and needs -n <namespace>"}
 	}
@@ -103,7 +108,7 @@ func diffTakeover(cmd *cobra.Command, group, kubeconfig, namespace string, args 
 	if err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 	}
-	d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group}}
+	d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}}
 	rs, err := d.Takeover(cmd.Context(), namespace)
 	if werr := render.WriteTakeover(cmd.OutOrStdout(), rs); werr != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", werr)}

@@ -28,6 +28,7 @@ func (e codedError) ExitCode() int { return e.code }
 func newRenderCommand() *cobra.Command {
 	var group, namespace, kubeconfig string
 	var fromCluster bool
+	var build kinds.Context
 	limits := source.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "render <file|dir|->  |  render --from-cluster <kind>/<name> -n <ns>  |  render --from-cluster <ns> <name>",
@@ -44,25 +45,29 @@ func newRenderCommand() *cobra.Command {
 			"for a LuxRuntime, Network or LuxNetwork.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateBuild(build); err != nil {
+				return codedError{code: 2, msg: err.Error()}
+			}
 			if fromCluster {
-				return renderFromCluster(cmd, group, kubeconfig, namespace, args)
+				return renderFromCluster(cmd, build, group, kubeconfig, namespace, args)
 			}
 			if len(args) != 1 {
 				return codedError{code: 2, msg: "render: one file, directory or - (two arguments only with --from-cluster)"}
 			}
-			return renderFile(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), group, args[0], limits)
+			return renderFile(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), build, group, args[0], limits)
 		},
 	}
 	cmd.Flags().StringVar(&group, "api-group", kinds.DefaultAPIGroup, "API group of the universe (e.g. hanzo.ai, lux.cloud).")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "Read the CR from the cluster (<kind>/<name> -n <ns>, or <ns> <name> for a network).")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "Namespace of the CR, with --from-cluster <kind>/<name>.")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig, with --from-cluster; empty means $KUBECONFIG or in-cluster.")
+	bindBuildFlags(cmd.Flags(), &build)
 	limits.BindFlags(cmd.Flags())
 	return cmd
 }
 
 // renderFromCluster reads one CR from the cluster and renders it through the same builder.
-func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, args []string) error {
+func renderFromCluster(cmd *cobra.Command, build kinds.Context, group, kubeconfig, namespace string, args []string) error {
 	if err := kinds.ValidateGroup(group); err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
@@ -89,7 +94,7 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 		return codedError{code: 2, msg: "render --from-cluster: " + err.Error()}
 	}
 	// with its inputs from the cluster (a LuxNetwork's LuxChains), as the controller builds it
-	rd := render.Renderer{Registry: reg, APIGroup: group}.RenderFromCluster(cmd.Context(), c, source.Object{Obj: cr, File: "cluster"})
+	rd := render.Renderer{Registry: reg, APIGroup: group, Build: build}.RenderFromCluster(cmd.Context(), c, source.Object{Obj: cr, File: "cluster"})
 	if err := render.WriteYAML(cmd.OutOrStdout(), []render.Rendered{rd}); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 	}
@@ -99,7 +104,7 @@ func renderFromCluster(cmd *cobra.Command, group, kubeconfig, namespace string, 
 	return nil
 }
 
-func renderFile(stdout, stderr io.Writer, stdin io.Reader, group, path string, limits source.Limits) error {
+func renderFile(stdout, stderr io.Writer, stdin io.Reader, build kinds.Context, group, path string, limits source.Limits) error {
 	if err := kinds.ValidateGroup(group); err != nil {
 		return codedError{code: 2, msg: err.Error()}
 	}
@@ -108,7 +113,7 @@ func renderFile(stdout, stderr io.Writer, stdin io.Reader, group, path string, l
 		return codedError{code: 2, msg: err.Error()}
 	}
 	objs, fileErrs := source.ParseLimited(snap, limits)
-	rs := render.Renderer{Registry: kinds.Builtin(), APIGroup: group}.Render(objs)
+	rs := render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}.Render(objs)
 	if err := render.WriteYAML(stdout, rs); err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
 	}

@@ -119,8 +119,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
 	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
-	fs.BoolVar(&o.Build.AllowUnverifiedSeed, "allow-unverified-seed", false, "Let a LuxNetwork's seed restore unpack an archive with neither expectedHash nor a published <url>.sha256, into an empty data dir only; without it such a restore stops the pod.")
-	fs.StringVar(&o.Build.StaticServerImage, "static-server-image", kinds.DefaultStaticServerImage, "Pinned image (a tag other than latest, or a digest) serving a Static's spec.configMap.")
+	bindBuildFlags(fs, &o.Build)
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
 		"Secrets of the operator's namespace git may never write (the webhook secret's, the token's).")
 	// Scope and shards: each operator Deployment owns a namespace set or a label shard, with its own Lease.
@@ -185,8 +184,8 @@ func run(o *runOptions) error {
 		return err
 	}
 	registerMetrics()
-	if err := kinds.ValidateStaticServerImage(o.Build.StaticServerImage); err != nil {
-		return fmt.Errorf("--static-server-image: %w", err)
+	if err := validateBuild(o.Build); err != nil {
+		return err
 	}
 	if o.loaded != nil {
 		for _, w := range o.loaded.Warnings {
@@ -300,7 +299,7 @@ func run(o *runOptions) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if o.Plane.Enabled() {
-		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, Ask: ask, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy}
+		deps := planeDeps{APIGroup: o.APIGroup, Namespace: o.Namespace, Sweeper: o.sweeper, Commits: o.commits, Ask: ask, RepoURL: repoURL(o), Branch: o.Git.Branch, Tenancy: o.Tenancy, Build: o.Build}
 		if gw != nil {
 			deps.Committer = gw
 		}

@@ -42,6 +42,10 @@ type Renderer struct {
 	// Inputs are the objects a build may read (Entry.Inputs: a LuxNetwork's LuxChains), as
 	// the controller lists them from the cluster; Render sets them from the objects it renders.
 	Inputs []*unstructured.Unstructured
+	// Build is the operator's build settings beyond the CR (AllowUnverifiedSeed,
+	// StaticServerImage), as `operator run` gives its controllers, so a review builds what run
+	// applies. Its APIGroup and Inputs are ignored: the Renderer's own are used.
+	Build kinds.Context
 }
 
 // Render renders every object of objs, in order. One failure never stops the others. Each
@@ -93,7 +97,9 @@ func (r Renderer) RenderOne(o source.Object) Rendered {
 		return rd
 	}
 	rd.CR = true
-	objs, err := r.Registry.Build(o.Obj.DeepCopy(), kinds.Context{APIGroup: r.APIGroup, Inputs: r.inputsFor(e)})
+	c := r.Build
+	c.APIGroup, c.Inputs = r.APIGroup, r.inputsFor(e)
+	objs, err := r.Registry.Build(o.Obj.DeepCopy(), c)
 	if h, ok := kinds.AsHalt(err); ok {
 		rd.Halt = h
 		return rd
