@@ -1,11 +1,13 @@
 package reconcile
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
@@ -75,6 +77,15 @@ func TestKindStatusWarnings(t *testing.T) {
 	}
 	if w := newWarnings(drive.Status{}, first); len(w) != 1 || w[0].Type != kinds.ReasonSeedRestoreUnverified {
 		t.Fatalf("a new warning gives one Event: %+v", w)
+	}
+	// and the status write carries it (it once dropped every condition type it did not own)
+	patch, err := statusPatch(metav1.GroupVersionKind{Group: "lux.network", Version: "v1alpha1", Kind: "LuxNetwork"}, cr, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _, _ := unstructured.NestedSlice(patch.Object, "status", "conditions")
+	if !slices.ContainsFunc(conds, func(c any) bool { m, _ := c.(map[string]any); return m["type"] == kinds.ReasonSeedRestoreUnverified }) {
+		t.Errorf("the status patch drops the warning: %v", conds)
 	}
 	again, _ := kindStatus(network, cr, first, running, t1)
 	if !drive.Equal(first, again) {

@@ -170,6 +170,10 @@ func TestLuxFleetBecomesReady(t *testing.T) {
 			t.Errorf("%s %s status.%s = %v, want %v", c.kind, c.name, c.field, got, c.want)
 		}
 	}
+	// The mainnet network as written: its seed archive has no expectedHash, which it says.
+	if net, _ := get(lux("LuxNetwork"), "lux-mainnet", "luxd"); !hasCondition(net, kinds.ReasonSeedRestoreUnverified, "mainnet-node0-full.tar.gz") {
+		t.Errorf("the mainnet LuxNetwork does not report SeedRestoreUnverified: %v", net.Object["status"])
+	}
 	// what the indexers declare and nothing reads is said, not dropped
 	idx, _ := get(lux("LuxIndexer"), "lux-mainnet", "indexer-c")
 	if !hasCondition(idx, reconcile.ConditionFieldsNotMaterialized, "spec.storage") {

@@ -23,11 +23,12 @@ import (
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
-// ownedConditions are the condition types the Kind controllers write. Others (an upgrade's,
-// a user tool's) are left to their own field managers.
-var ownedConditions = []string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
+// ownedConditions are the condition types the Kind controllers write, the builds' Warnings
+// (kinds.WarningReasons) among them. Others (an upgrade's, a user tool's) are left to their
+// own field managers.
+var ownedConditions = append([]string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
 	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed,
-	ConditionImmutableFieldsKept, ConditionLeftoverChildren, ConditionFieldsNotMaterialized}
+	ConditionImmutableFieldsKept, ConditionLeftoverChildren, ConditionFieldsNotMaterialized}, kinds.WarningReasons...)
 
 // readStatus extracts the shared status fields of any Kind.
 func readStatus(cr kinds.Object) (drive.Status, error) {
