@@ -81,6 +81,22 @@ func (q *Requester) SetImage(ctx context.Context, cr *unstructured.Unstructured,
 	})
 }
 
+// AnnotationRestartedAt is the pod-template annotation a restart sets (kubectl rollout
+// restart's and Argo CD's restart action's).
+const AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+
+// Restart merge-patches the workload's pod template with a new restartedAt annotation, as
+// kubectl rollout restart does: the workload controller rolls its pods. The Kind controller
+// leaves the field alone (its applies never name it; the plane's field manager owns it).
+func (q *Requester) Restart(ctx context.Context, workload *unstructured.Unstructured, _ string) error {
+	now := time.Now
+	if q.Now != nil {
+		now = q.Now
+	}
+	return q.patch(ctx, workload, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{AnnotationRestartedAt: now().UTC().Format(time.RFC3339)}}}}})
+}
+
 // readBody decodes an optional JSON body into v (an empty body is the zero request).
 func readBody(r *http.Request, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
