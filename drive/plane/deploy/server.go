@@ -169,21 +169,21 @@ func New(c Config) (*Server, error) {
 
 func (s *Server) routes() {
 	api := map[string]http.HandlerFunc{
-		"GET /applications":                               s.listApplications,
-		"GET /applications/{name}":                        s.getApplication,
-		"GET /applications/{name}/resource-tree":          s.resourceTree,
-		"GET /applications/{name}/managed-resources":      s.managedResources,
-		"GET /applications/{name}/revisions/{rev...}":     s.revisionMetadata, // {rev}/metadata; an image revision holds slashes
-		"GET /applications/{name}/syncwindows":            s.syncWindows,
-		"PUT /applications/{name}":                        s.updateApplication,
-		"GET /applications/{name}/resource":               s.resource,
-		"GET /applications/{name}/events":                 s.events,
-		"GET /applications/{name}/logs":                   s.logs,
-		"GET /applications/{name}/pods/{pod}/logs":        s.logs,
-		"GET /applications/{name}/manifests":              s.manifests,
-		"GET /applications/{name}/resource/actions":       s.resourceActions,
-		"POST /applications/{name}/resource/actions":      s.runResourceAction,
-		"POST /applications/{name}/resource/actions/v2":   s.runResourceAction,
+		"GET /applications":                             s.listApplications,
+		"GET /applications/{name}":                      s.getApplication,
+		"GET /applications/{name}/resource-tree":        s.resourceTree,
+		"GET /applications/{name}/managed-resources":    s.managedResources,
+		"GET /applications/{name}/revisions/{rev...}":   s.revisionMetadata, // {rev}/metadata; an image revision holds slashes
+		"GET /applications/{name}/syncwindows":          s.syncWindows,
+		"PUT /applications/{name}":                      s.updateApplication,
+		"GET /applications/{name}/resource":             s.resource,
+		"GET /applications/{name}/events":               s.events,
+		"GET /applications/{name}/logs":                 s.logs,
+		"GET /applications/{name}/pods/{pod}/logs":      s.logs,
+		"GET /applications/{name}/manifests":            s.manifests,
+		"GET /applications/{name}/resource/actions":     s.resourceActions,
+		"POST /applications/{name}/resource/actions":    s.runResourceAction,
+		"POST /applications/{name}/resource/actions/v2": s.runResourceAction,
 		"GET /gitops":                                     s.gitops,
 		"POST /applications/{name}/sync":                  s.sync,
 		"POST /applications/{name}/rollback":              s.rollback,
@@ -301,7 +301,9 @@ var httpOf = map[int]int{
 	codeUnavailable: http.StatusServiceUnavailable, codeUnauthenticated: http.StatusUnauthorized,
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) { writeErrorStatus(w, httpOf[code], code, msg) }
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeErrorStatus(w, httpOf[code], code, msg)
+}
 
 func writeErrorStatus(w http.ResponseWriter, status, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
