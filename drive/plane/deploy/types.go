@@ -270,7 +270,7 @@ type ManagedResourcesResponse struct {
 // RevisionMetadata describes one commit.
 type RevisionMetadata struct {
 	Author  string       `json:"author,omitempty"`
-	Date    *metav1.Time `json:"date,omitempty"`
+	Date    *metav1.Time `json:"date"`
 	Tags    []string     `json:"tags,omitempty"`
 	Message string       `json:"message,omitempty"`
 }
