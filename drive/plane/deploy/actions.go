@@ -135,13 +135,13 @@ func initiator(id Identity) string {
 
 // sync triggers the CR's reconcile and, for a CR that came from git, a sweep.
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
-	o, id, ok := s.mutable(w, r)
-	if !ok {
-		return
-	}
 	var req SyncRequest
 	if err := readBody(r, &req); err != nil {
 		writeError(w, codeInvalidArgument, "sync request body: "+err.Error())
+		return
+	}
+	o, id, ok := s.mutable(w, inBody(r, req.AppNamespace))
+	if !ok {
 		return
 	}
 	app := Project(*o, s.store.opts)
@@ -205,13 +205,13 @@ func (s *Server) reconcileAll(w http.ResponseWriter, r *http.Request) {
 // repository when the CR came from git (the repository stays the only interface), else by
 // setting the CR's spec.image.
 func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
-	o, id, ok := s.mutable(w, r)
-	if !ok {
-		return
-	}
 	var req RollbackRequest
 	if err := readBody(r, &req); err != nil {
 		writeError(w, codeInvalidArgument, "rollback request body: "+err.Error())
+		return
+	}
+	o, id, ok := s.mutable(w, inBody(r, req.AppNamespace))
+	if !ok {
 		return
 	}
 	if o.CR.GetDeletionTimestamp() != nil {
@@ -273,6 +273,15 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.c.Log.Info("Rollback applied", "application", o.CR.GetNamespace()+"/"+o.Name, "image", target.Revision, "by", initiator(id))
 	writeJSON(w, r, app, nil)
+}
+
+// inBody is r with appNamespace from the request body when the query has none (the
+// dashboard sends a sync's and a rollback's appNamespace in the body).
+func inBody(r *http.Request, appNamespace string) *http.Request {
+	if appNamespace == "" || r.URL.Query().Get("appNamespace") != "" {
+		return r
+	}
+	return withQuery(r, "appNamespace", appNamespace)
 }
 
 func fileOr(s string) string {

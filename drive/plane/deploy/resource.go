@@ -197,10 +197,7 @@ func (s *Server) runResourceAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.AppNamespace != "" && r.URL.Query().Get("appNamespace") == "" {
-		r = withQuery(r, "appNamespace", req.AppNamespace)
-	}
-	o, id, ok := s.mutable(w, r)
+	o, id, ok := s.mutable(w, inBody(r, req.AppNamespace))
 	if !ok {
 		return
 	}
@@ -251,10 +248,7 @@ func (s *Server) updateApplication(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeInvalidArgument, "application body: "+err.Error())
 		return
 	}
-	if body.Namespace != "" && r.URL.Query().Get("appNamespace") == "" {
-		r = withQuery(r, "appNamespace", body.Namespace)
-	}
-	o, _, ok := s.mutable(w, r)
+	o, _, ok := s.mutable(w, inBody(r, body.Namespace))
 	if !ok {
 		return
 	}

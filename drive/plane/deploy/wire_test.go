@@ -902,10 +902,10 @@ func TestArgoWire(t *testing.T) {
 		var tr ApplicationTree
 		_, _, tb := w.do("GET", api+"/applications/web/resource-tree"+q, admin, nil)
 		_ = json.Unmarshal(tb, &tr)
-		return len(list.Items) == 3 && len(tr.Nodes) == 4, nil
+		return len(ours(list.Items)) == 3 && len(tr.Nodes) == 4, nil
 	})
 	if err != nil {
-		t.Fatalf("the plane never showed web (4 nodes), site and other: %d applications", len(list.Items))
+		t.Fatalf("the plane never showed web (4 nodes), site and other: %d applications", len(ours(list.Items)))
 	}
 
 	t.Run("applications", func(t *testing.T) {
@@ -916,6 +916,8 @@ func TestArgoWire(t *testing.T) {
 		var names []string
 		for _, a := range list.Items {
 			checkApp(t, "list item "+a.Metadata.Name, a)
+		}
+		for _, a := range ours(list.Items) { // the apiserver is shared with the package's other tests
 			names = append(names, a.Metadata.Namespace+"/"+a.Metadata.Name)
 		}
 		if want := []string{nsA + "/site", nsA + "/web", nsB + "/other"}; !slices.Equal(names, want) {
@@ -944,8 +946,13 @@ func TestArgoWire(t *testing.T) {
 		// a member sees its org's only
 		var mine argoApplicationList
 		w.ok("GET", api+"/applications", member, nil, &mine)
-		if len(mine.Items) != 2 {
-			t.Errorf("member sees %d applications, want acme's 2", len(mine.Items))
+		for _, a := range mine.Items {
+			if a.Metadata.Namespace == nsB {
+				t.Errorf("member of acme sees globex's %s", a.Metadata.Name)
+			}
+		}
+		if n := len(ours(mine.Items)); n != 2 {
+			t.Errorf("member sees %d of this test's applications, want acme's 2", n)
 		}
 	})
 
@@ -1236,6 +1243,17 @@ func TestArgoWire(t *testing.T) {
 		w.fails("GET", api+"/applications/nope", admin, nil, 404)
 		w.fails("GET", api+"/applications/other?appNamespace="+nsB, member, nil, 403)
 	})
+}
+
+// ours are the applications of this test's namespaces.
+func ours(apps []argoApplication) []argoApplication {
+	var out []argoApplication
+	for _, a := range apps {
+		if strings.HasPrefix(a.Metadata.Namespace, "wire-") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // firstFrame opens a stream and returns its first data frame.
