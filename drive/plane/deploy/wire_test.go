@@ -789,8 +789,6 @@ func (s wireSweep) LastSweep() *SweepReport {
 // and enumerations asserted; the dashboard's rollback sequence (PUT, then rollback); JSON
 // errors on unknown routes; only CRs are applications (a KMSSecret child is not); a Static
 // is a row; the resource, logs and actions routes never reach a Secret or another org.
-//
-//nolint:gocyclo,funlen // one test over every route keeps one apiserver and one plane
 func TestArgoWire(t *testing.T) {
 	base := testbed.APIServer(t)
 	kc, err := client.New(base, client.Options{})
