@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,8 +79,14 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		return err == nil
 	}
 	var gitState deploy.GitState
+	var sweep deploy.SweepReports
 	if d.Sweeper != nil {
-		gitState = sweepState{s: d.Sweeper, repoURL: d.RepoURL}
+		st := sweepState{s: d.Sweeper, repoURL: d.RepoURL, branch: d.Branch}
+		gitState, sweep = st, st
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("deploy plane: clientset: %w", err)
 	}
 	srv, err := deploy.New(deploy.Config{
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
@@ -87,6 +95,9 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup, Build: d.Build}}},
 		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
 		Committer:     d.Committer,
+		Live:          direct,
+		Logs:          podLogs{cs: cs},
+		Sweep:         sweep,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),
@@ -190,10 +201,37 @@ func joinGV(group, version string) string {
 	return group + "/" + version
 }
 
-// sweepState answers from the sweep's last report: the revision, this CR's outcome and file.
+// sweepState answers from the sweep's last report: the revision, this CR's outcome and file;
+// and the report itself as the plane's gitops row (its public form: no object content).
 type sweepState struct {
-	s       *gitops.Sweeper
-	repoURL string
+	s               *gitops.Sweeper
+	repoURL, branch string
+}
+
+func (g sweepState) LastSweep() *deploy.SweepReport {
+	r := g.s.Last()
+	if r == nil {
+		return nil
+	}
+	pub := r.Public()
+	out := &deploy.SweepReport{RepoURL: g.repoURL, Branch: g.branch, Revision: pub.Revision, Error: pub.Error, Started: pub.Started,
+		Duration: time.Duration(pub.Duration * float64(time.Second)), Idle: pub.Idle}
+	for _, res := range pub.Results {
+		o := res.Object
+		out.Results = append(out.Results, deploy.SweepResult{Group: o.Group, Version: o.Version, Kind: o.Kind, Namespace: o.Namespace,
+			Name: o.Name, Action: string(res.Action), Message: res.Message, DriftedBy: res.DriftedBy})
+	}
+	for _, sk := range pub.Skips {
+		out.Skips = append(out.Skips, deploy.SweepSkip{File: sk.File, Object: sk.Object(), Message: sk.Message, Namespace: sk.Namespace})
+	}
+	return out
+}
+
+// podLogs opens pod logs through the apiserver (pods/log).
+type podLogs struct{ cs kubernetes.Interface }
+
+func (p podLogs) PodLogs(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	return p.cs.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
 }
 
 func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) *deploy.GitRecord {

@@ -210,6 +210,8 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 	everyLoop := []string{LoopRun}
 	need(everyLoop, InOwned, "", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "events.k8s.io", []string{"events"}, verbsEvents, "Events on the objects of each loop")
+	need(everyLoop, InOwned, "", []string{"events"}, []string{"list"}, "the deploy plane's events route: an application's Events (uncached, by involved object)")
+	need(everyLoop, InOwned, "", []string{"pods/log"}, []string{"get"}, "the deploy plane's logs route: the pod logs of an application's tree (bounded)")
 	need([]string{LoopKinds, LoopGitOps, LoopImageUpdate, LoopTenants, LoopDrive, LoopAgents}, InCluster, "", []string{"namespaces"}, verbsRead, "the tenancy rule reads a Namespace's org label; tenant onboarding watches them")
 	if o.OwnsAll() {
 		need([]string{LoopGitOps}, InCluster, "", []string{"namespaces"}, []string{"create", "patch"}, "Namespaces declared in git")

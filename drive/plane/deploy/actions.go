@@ -81,6 +81,22 @@ func (q *Requester) SetImage(ctx context.Context, cr *unstructured.Unstructured,
 	})
 }
 
+// AnnotationRestartedAt is the pod-template annotation a restart sets (kubectl rollout
+// restart's and Argo CD's restart action's).
+const AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+
+// Restart merge-patches the workload's pod template with a new restartedAt annotation, as
+// kubectl rollout restart does: the workload controller rolls its pods. The Kind controller
+// leaves the field alone (its applies never name it; the plane's field manager owns it).
+func (q *Requester) Restart(ctx context.Context, workload *unstructured.Unstructured, _ string) error {
+	now := time.Now
+	if q.Now != nil {
+		now = q.Now
+	}
+	return q.patch(ctx, workload, map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{AnnotationRestartedAt: now().UTC().Format(time.RFC3339)}}}}})
+}
+
 // readBody decodes an optional JSON body into v (an empty body is the zero request).
 func readBody(r *http.Request, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -119,13 +135,13 @@ func initiator(id Identity) string {
 
 // sync triggers the CR's reconcile and, for a CR that came from git, a sweep.
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
-	o, id, ok := s.mutable(w, r)
-	if !ok {
-		return
-	}
 	var req SyncRequest
 	if err := readBody(r, &req); err != nil {
 		writeError(w, codeInvalidArgument, "sync request body: "+err.Error())
+		return
+	}
+	o, id, ok := s.mutable(w, inBody(r, req.AppNamespace))
+	if !ok {
 		return
 	}
 	app := Project(*o, s.store.opts)
@@ -189,13 +205,13 @@ func (s *Server) reconcileAll(w http.ResponseWriter, r *http.Request) {
 // repository when the CR came from git (the repository stays the only interface), else by
 // setting the CR's spec.image.
 func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
-	o, id, ok := s.mutable(w, r)
-	if !ok {
-		return
-	}
 	var req RollbackRequest
 	if err := readBody(r, &req); err != nil {
 		writeError(w, codeInvalidArgument, "rollback request body: "+err.Error())
+		return
+	}
+	o, id, ok := s.mutable(w, inBody(r, req.AppNamespace))
+	if !ok {
 		return
 	}
 	if o.CR.GetDeletionTimestamp() != nil {
@@ -257,6 +273,15 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.c.Log.Info("Rollback applied", "application", o.CR.GetNamespace()+"/"+o.Name, "image", target.Revision, "by", initiator(id))
 	writeJSON(w, r, app, nil)
+}
+
+// inBody is r with appNamespace from the request body when the query has none (the
+// dashboard sends a sync's and a rollback's appNamespace in the body).
+func inBody(r *http.Request, appNamespace string) *http.Request {
+	if appNamespace == "" || r.URL.Query().Get("appNamespace") != "" {
+		return r
+	}
+	return withQuery(r, "appNamespace", appNamespace)
 }
 
 func fileOr(s string) string {

@@ -44,6 +44,10 @@ func (a *recordActions) SetImage(context.Context, *unstructured.Unstructured, st
 	return errors.New("not in this test")
 }
 
+func (a *recordActions) Restart(context.Context, *unstructured.Unstructured, string) error {
+	return errors.New("not in this test")
+}
+
 func (a *recordActions) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

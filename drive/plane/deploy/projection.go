@@ -26,6 +26,9 @@ const (
 // InClusterServer is the destination server of every application: the cluster the plane runs in.
 const InClusterServer = "https://kubernetes.default.svc"
 
+// InfoAutomation is the spec.info entry that says what applies an application.
+const InfoAutomation = "Automation"
+
 // DefaultProject is the project of an application without an org label.
 const DefaultProject = "default"
 
@@ -111,16 +114,24 @@ func Project(o Observed, opts ProjectOptions) Application {
 	app.Annotations = ann
 
 	src := &ApplicationSource{Path: gvk.Kind + "/" + cr.GetNamespace() + "/" + cr.GetName()}
-	policy := &SyncPolicy{Automated: &SyncPolicyAutomated{SelfHeal: true, Prune: true}}
+	// No spec.syncPolicy.automated: in Argo CD it is a per-application switch the controller
+	// honours (and a rollback needs off); here nothing can switch an application's automation
+	// off — the git sweep applies every commit, the Kind controller every change of the CR —
+	// and a rollback changes the source itself, so it never needs it off. spec.info says
+	// what applies the application instead.
+	automation := "the Kind controller applies every change of the CR"
 	if g := o.Git; g != nil {
 		src = &ApplicationSource{RepoURL: g.RepoURL, Path: g.File, TargetRevision: g.Branch}
-		policy.Automated.Prune = false // the sweep never deletes a CR
+		automation = "the git sweep applies every commit (a rollback is a commit); the Kind controller every change of the CR"
 	}
 	dest := ApplicationDestination{Server: InClusterServer, Namespace: cr.GetNamespace(), Name: "in-cluster"}
-	app.Spec = ApplicationSpec{Source: src, Destination: dest, Project: ProjectOf(o.Org), SyncPolicy: policy,
-		Info: []Info{{Name: "Resource", Value: gvk.GroupVersion().String() + " " + gvk.Kind}}}
+	app.Spec = ApplicationSpec{Source: src, Destination: dest, Project: ProjectOf(o.Org),
+		Info: []Info{{Name: "Resource", Value: gvk.GroupVersion().String() + " " + gvk.Kind}, {Name: InfoAutomation, Value: automation}}}
 	if img := crImage(cr); img != "" {
 		app.Spec.Info = append(app.Spec.Info, Info{Name: "Image", Value: img})
+	}
+	if site, _, _ := unstructured.NestedString(cr.Object, "spec", "configMap"); gvk.Kind == "Static" && site != "" {
+		app.Spec.Info = append(app.Spec.Info, Info{Name: "Site", Value: "ConfigMap " + site})
 	}
 
 	st := &app.Status
@@ -425,6 +436,12 @@ func operationState(cr *unstructured.Unstructured, conds []condition) *Operation
 func summary(cr *unstructured.Unstructured, children []*unstructured.Unstructured) ApplicationSummary {
 	s := ApplicationSummary{}
 	s.ExternalURLs, _, _ = unstructured.NestedStringSlice(cr.Object, "status", "endpoints")
+	if len(s.ExternalURLs) == 0 && cr.GetKind() == "Static" { // a site: its hosts
+		hosts, _, _ := unstructured.NestedStringSlice(cr.Object, "spec", "ingress", "hosts")
+		for _, h := range hosts {
+			s.ExternalURLs = append(s.ExternalURLs, "https://"+h)
+		}
+	}
 	seen := map[string]bool{}
 	for _, c := range children {
 		for _, img := range imagesOf(c) {

@@ -57,6 +57,8 @@ type Actions interface {
 	RequestSweep(ctx context.Context) error
 	// SetImage sets a CR's spec.image (the rollback of a CR that did not come from git).
 	SetImage(ctx context.Context, cr *unstructured.Unstructured, image, by string) error
+	// Restart restarts a workload of an application (the restart resource action).
+	Restart(ctx context.Context, workload *unstructured.Unstructured, by string) error
 }
 
 // RevisionSource describes a commit of the universe repository.
@@ -90,6 +92,13 @@ type Config struct {
 	// interface) and wakes the sweep; nil: the rollback answers 501.
 	Committer source.CRCommitter
 	Revisions RevisionSource
+
+	// Live reads what the caches do not hold (Events), uncached; nil: events answers 501.
+	Live client.Reader
+	// Logs opens pod logs (the apiserver's pods/log); nil: logs answers 501.
+	Logs PodLogSource
+	// Sweep is the git sweep's last report (the gitops route); nil: no sweep to report.
+	Sweep SweepReports
 
 	Version       VersionMessage
 	ServerVersion string
@@ -160,12 +169,22 @@ func New(c Config) (*Server, error) {
 
 func (s *Server) routes() {
 	api := map[string]http.HandlerFunc{
-		"GET /applications":                               s.listApplications,
-		"GET /applications/{name}":                        s.getApplication,
-		"GET /applications/{name}/resource-tree":          s.resourceTree,
-		"GET /applications/{name}/managed-resources":      s.managedResources,
-		"GET /applications/{name}/revisions/{rev...}":     s.revisionMetadata, // {rev}/metadata; an image revision holds slashes
-		"GET /applications/{name}/syncwindows":            s.syncWindows,
+		"GET /applications":                             s.listApplications,
+		"GET /applications/{name}":                      s.getApplication,
+		"GET /applications/{name}/resource-tree":        s.resourceTree,
+		"GET /applications/{name}/managed-resources":    s.managedResources,
+		"GET /applications/{name}/revisions/{rev...}":   s.revisionMetadata, // {rev}/metadata; an image revision holds slashes
+		"GET /applications/{name}/syncwindows":          s.syncWindows,
+		"PUT /applications/{name}":                      s.updateApplication,
+		"GET /applications/{name}/resource":             s.resource,
+		"GET /applications/{name}/events":               s.events,
+		"GET /applications/{name}/logs":                 s.logs,
+		"GET /applications/{name}/pods/{pod}/logs":      s.logs,
+		"GET /applications/{name}/manifests":            s.manifests,
+		"GET /applications/{name}/resource/actions":     s.resourceActions,
+		"POST /applications/{name}/resource/actions":    s.runResourceAction,
+		"POST /applications/{name}/resource/actions/v2": s.runResourceAction,
+		"GET /gitops":                                     s.gitops,
 		"POST /applications/{name}/sync":                  s.sync,
 		"POST /applications/{name}/rollback":              s.rollback,
 		"POST /applications/{name}/reconcile":             s.reconcile,
@@ -194,8 +213,35 @@ func (s *Server) routes() {
 	s.mux.Handle("GET "+Prefix+"/{$}", http.RedirectHandler(Prefix+"/ui/", http.StatusFound))
 }
 
-// Handler serves every route; anything else is 404 in the gateway's error shape.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler serves every route; anything else is answered in the gateway's error shape: 404
+// (NotFound) for a path no route serves, 405 (Unimplemented) for a method another route of
+// that path serves. Never the mux's plain text.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.mux.Handler(r); pattern != "" {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, p := s.mux.Handler(probe); p != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 && !slices.Contains(allow, r.Method) {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeErrorStatus(w, http.StatusMethodNotAllowed, codeUnimplemented, http.StatusText(http.StatusMethodNotAllowed))
+			return
+		}
+		if len(allow) > 0 { // a redirect of the mux (a cleaned path)
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, codeNotFound, http.StatusText(http.StatusNotFound))
+	})
+}
 
 // Start runs the stream hub and listens on Options.BindAddress until ctx ends. It is a
 // manager Runnable that runs on every replica: reads come from the local caches.
@@ -228,7 +274,7 @@ func (s *Server) Start(ctx context.Context) error {
 // http.ResponseController), bounded headers.
 func (s *Server) HTTPServer() *http.Server {
 	o := s.c.Options
-	return &http.Server{Handler: s.mux, ReadHeaderTimeout: min(10*time.Second, o.ReadTimeout), ReadTimeout: o.ReadTimeout,
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: min(10*time.Second, o.ReadTimeout), ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, MaxHeaderBytes: 1 << 20}
 }
 
@@ -256,9 +302,13 @@ var httpOf = map[int]int{
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
+	writeErrorStatus(w, httpOf[code], code, msg)
+}
+
+func writeErrorStatus(w http.ResponseWriter, status, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Content-Encoding")
-	w.WriteHeader(httpOf[code])
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg, Code: code, Message: msg, Details: []any{}})
 }
 

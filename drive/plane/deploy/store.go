@@ -79,6 +79,25 @@ func newStore(reader client.Reader, scheme *runtime.Scheme, reg kinds.Registry, 
 	return s
 }
 
+// isChildCR reports whether cr is controlled by a CR of a served Kind (the KMSSecret a
+// Service builds): a child of that application, never an application of its own.
+func (s *store) isChildCR(cr *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(cr)
+	if ref == nil {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	for _, k := range s.kinds {
+		if k.gvk.Group == gv.Group && k.gvk.Kind == ref.Kind {
+			return true
+		}
+	}
+	return false
+}
+
 // listCRs lists one Kind's CRs (typed, from the cache) as unstructured objects.
 func (s *store) listCRs(ctx context.Context, k served, namespace string) ([]*unstructured.Unstructured, error) {
 	obj, err := s.scheme.New(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
@@ -133,7 +152,11 @@ func (s *store) observe(ctx context.Context, namespace string, descendants bool)
 		if err != nil {
 			return nil, err
 		}
-		crs = append(crs, items...)
+		for _, cr := range items {
+			if !s.isChildCR(cr) {
+				crs = append(crs, cr)
+			}
+		}
 	}
 	var children []*unstructured.Unstructured
 	for _, gvk := range s.children {

@@ -35,6 +35,14 @@ const (
 	PhaseSucceeded = "Succeeded"
 )
 
+// Application condition types (argo-cd types.go).
+const (
+	ConditionSyncError               = "SyncError"
+	ConditionComparisonError         = "ComparisonError"
+	ConditionInvalidSpecError        = "InvalidSpecError"
+	ConditionExcludedResourceWarning = "ExcludedResourceWarning"
+)
+
 // Application is argoproj.io/v1alpha1 Application as the API serves it.
 type Application struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -188,7 +196,8 @@ type OperationState struct {
 }
 
 type SyncOperationResult struct {
-	Revision string `json:"revision"`
+	Resources []ResourceResult `json:"resources,omitempty"`
+	Revision  string           `json:"revision"`
 }
 
 // ApplicationWatchEvent is one stream/applications event.
@@ -261,7 +270,7 @@ type ManagedResourcesResponse struct {
 // RevisionMetadata describes one commit.
 type RevisionMetadata struct {
 	Author  string       `json:"author,omitempty"`
-	Date    *metav1.Time `json:"date,omitempty"`
+	Date    *metav1.Time `json:"date"`
 	Tags    []string     `json:"tags,omitempty"`
 	Message string       `json:"message,omitempty"`
 }
@@ -392,3 +401,85 @@ type RollbackRequest struct {
 	AppNamespace string `json:"appNamespace,omitempty"`
 	Project      string `json:"project,omitempty"`
 }
+
+// ApplicationResourceResponse is the resource route's body: one live object as a JSON string.
+type ApplicationResourceResponse struct {
+	Manifest string `json:"manifest"`
+}
+
+// ResourceAction is one action of a resource (the restart of a workload).
+type ResourceAction struct {
+	Name        string                `json:"name,omitempty"`
+	Params      []ResourceActionParam `json:"params,omitempty"`
+	Disabled    bool                  `json:"disabled,omitempty"`
+	IconClass   string                `json:"iconClass,omitempty"`
+	DisplayName string                `json:"displayName,omitempty"`
+}
+
+type ResourceActionParam struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ResourceActionsListResponse is the resource/actions body (actions omitted when none).
+type ResourceActionsListResponse struct {
+	Actions []ResourceAction `json:"actions,omitempty"`
+}
+
+// ResourceActionRunRequest is ResourceActionRunRequestV2, the body of resource/actions/v2
+// (resource/actions takes the action name as its body and the rest as query parameters).
+type ResourceActionRunRequest struct {
+	Name                     string                    `json:"name,omitempty"`
+	Namespace                string                    `json:"namespace,omitempty"`
+	ResourceName             string                    `json:"resourceName,omitempty"`
+	Version                  string                    `json:"version,omitempty"`
+	Group                    string                    `json:"group,omitempty"`
+	Kind                     string                    `json:"kind,omitempty"`
+	Action                   string                    `json:"action,omitempty"`
+	AppNamespace             string                    `json:"appNamespace,omitempty"`
+	Project                  string                    `json:"project,omitempty"`
+	ResourceActionParameters []ResourceActionParameter `json:"resourceActionParameters,omitempty"`
+}
+
+type ResourceActionParameter struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// ManifestResponse is the manifests body: the desired objects as JSON strings.
+type ManifestResponse struct {
+	Manifests    []string `json:"manifests,omitempty"`
+	Namespace    string   `json:"namespace,omitempty"`
+	Server       string   `json:"server,omitempty"`
+	Revision     string   `json:"revision,omitempty"`
+	SourceType   string   `json:"sourceType,omitempty"`
+	VerifyResult string   `json:"verifyResult,omitempty"`
+	Commands     []string `json:"commands,omitempty"`
+}
+
+// LogEntry is one line of the logs stream (every field is required in Argo CD's proto, so
+// every field is written).
+type LogEntry struct {
+	Content      string      `json:"content"`
+	TimeStamp    metav1.Time `json:"timeStamp"`
+	Last         bool        `json:"last"`
+	TimeStampStr string      `json:"timeStampStr"`
+	PodName      string      `json:"podName"`
+}
+
+// ResourceResult is one object of a sync result.
+type ResourceResult struct {
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Status    string `json:"status,omitempty"`
+	Message   string `json:"message,omitempty"`
+	SyncPhase string `json:"syncPhase,omitempty"`
+}
+
+// Result codes of a ResourceResult (gitops-engine pkg/sync/common).
+const (
+	ResultSynced     = "Synced"
+	ResultSyncFailed = "SyncFailed"
+)
