@@ -287,7 +287,7 @@ func TestDeployPlaneUI(t *testing.T) {
 	op2 := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns)
 	op2.reconcileNow(t)
 	pageWait(t, ctx, "web on v1.2.0, Synced and Healthy, without a reload",
-		`document.getElementById('app-rev').textContent === 'ghcr.io/hanzoai/example:v1.2.0' && document.querySelector('#app-health .badge.Healthy') && document.querySelector('#app-sync .badge.Synced')`, 2*time.Minute)
+		`document.getElementById('app-image').textContent === 'ghcr.io/hanzoai/example:v1.2.0' && document.querySelector('#app-health .badge.Healthy') && document.querySelector('#app-sync .badge.Synced')`, 2*time.Minute)
 	waitFor(t, "web's Deployment on the rolled-back image with its 2 replicas back", time.Minute, func() (bool, string) {
 		d, err := getObj(bg, cl.c, gvkDeployment, ns, "web")
 		if err != nil {

@@ -132,6 +132,8 @@ function renderAppHead() {
   $('app-health').replaceChildren(badge(health(a)));
   $('app-sync').replaceChildren(badge(sync(a)));
   $('app-rev').textContent = (a.status.sync && a.status.sync.revision) || '';
+  const img = (a.spec.info || []).find((i) => i.name === 'Image');
+  $('app-image').textContent = img ? img.value : '';
   const msg = (a.status.health && a.status.health.message) || '';
   const op = a.status.operationState;
   $('app-msg').textContent = [msg, op ? 'last operation: ' + op.phase + (op.message ? ' — ' + op.message : '') : ''].filter(Boolean).join(' · ');
@@ -278,7 +280,8 @@ async function manifestOf(a, n) {
     return yaml(mask(JSON.parse(r.manifest)));
   } catch (e) {
     // not served yet: the live state the managed-resources diff carries, where the node is managed
-    const d = (state.diff || []).find((x) => x.kind === n.kind && x.name === n.name && (x.namespace || '') === (n.namespace || ''));
+    if (!state.diff) state.diff = (await get(appPath(a, 'managed-resources') + appQ(a))).items || [];
+    const d = state.diff.find((x) => x.kind === n.kind && x.name === n.name && (x.namespace || '') === (n.namespace || ''));
     if (d && d.liveState && d.liveState !== 'null') return '# from managed-resources (' + notServed(e, 'applications/{name}/resource') + ')\n' + yaml(clean(mask(JSON.parse(d.liveState))));
     throw e;
   }
