@@ -114,7 +114,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 // dispatch fires the input event a filter listens to.
 func dispatch(id string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](`document.getElementById('` + id + `').dispatchEvent(new Event('input'))`)(ctx, t)
+		_, err := chromedp.Evaluate[bool](`document.getElementById('`+id+`').dispatchEvent(new Event('input'))`)(ctx, t)
 		return err
 	})
 }
