@@ -23,7 +23,7 @@ function el(tag, attrs, ...kids) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of kids.flat()) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+  for (const c of kids.flat(Infinity)) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
   return e;
 }
 const badge = (text) => el('span', { class: 'badge ' + (text || 'Unknown') }, text || 'Unknown');
@@ -208,7 +208,7 @@ function drawTree() {
     for (const c of ch) place(c, depth + 1, me);
     if (ch.length) me.y = (placed.find((p) => p.parent === me).y + placed.filter((p) => p.parent === me).pop().y) / 2;
   };
-  const root = { kind: kindOf(a), name: a.metadata.name, namespace: a.metadata.namespace, uid: 'app', health: a.status.health, root: true };
+  const root = { kind: ((a.metadata.annotations || {})['deploy.openuniverse.dev/resource'] || kindOf(a)).replace(/^(.*)\/([^/]+)$/, '$2 ($1)'), name: a.metadata.name, namespace: a.metadata.namespace, uid: 'app', health: a.status.health, root: true };
   const rootP = { n: root, x: 0, y: 0 };
   placed.push(rootP);
   for (const r of roots) place(r, 1, rootP);
@@ -448,7 +448,8 @@ function diffBlock(text) {
 // yaml renders a JSON value as YAML for reading (not a full emitter: enough for manifests).
 function yaml(v, ind) {
   ind = ind || '';
-  const scalar = (x) => (typeof x === 'string' ? (x === '' || /[:#\-\n{}\[\],&*!|>'"%@`]|^\s|\s$|^(true|false|null|[0-9.]+)$/.test(x) ? JSON.stringify(x) : x) : String(x));
+  const plain = (x) => x !== '' && !/^[-?:,\[\]{}#&*!|>'"%@`\s]|: | #|\n|\s$|:$/.test(x) && !/^(true|false|null|yes|no|on|off|~|[-+]?[0-9][0-9_.eE+-]*)$/i.test(x);
+  const scalar = (x) => (typeof x === 'string' ? (plain(x) ? x : JSON.stringify(x)) : String(x));
   if (Array.isArray(v)) {
     if (!v.length) return '[]';
     return v.map((x) => ind + '- ' + (x && typeof x === 'object' ? yaml(x, ind + '  ').trimStart() : scalar(x))).join('\n');
