@@ -271,8 +271,8 @@ func TestDeployPlaneUI(t *testing.T) {
 	}
 	run(t, ctx, "confirm a rollback", chromedp.Click(chromedp.CSS(`button[data-rollback="0"]`)), chromedp.WaitVisible(chromedp.ID("#confirm")),
 		chromedp.Click(chromedp.ID("#confirm-ok")))
-	pageWait(t, ctx, "the rollback answered with its commit", `(document.getElementById('app-msg').dataset.rollback || '').length === 40`, 30*time.Second)
-	commit, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('app-msg').dataset.rollback`))
+	pageWait(t, ctx, "the rollback answered with its commit", `(document.getElementById('app-note').dataset.rollback || '').length === 40`, 30*time.Second)
+	commit, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('app-note').dataset.rollback`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestDeployPlaneUI(t *testing.T) {
 		r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 		return cs[0].(map[string]any)["image"] == "ghcr.io/hanzoai/example:v1.2.0" && r == 2, fmt.Sprint(cs[0].(map[string]any)["image"], " replicas ", r)
 	})
-	run(t, ctx, "history after the rollback", chromedp.Click(chromedp.ID("#tab-history")))
+	run(t, ctx, "the tree after the rollback", chromedp.Click(chromedp.ID("#tab-tree")))
 	shot(t, ctx, "rollback.png", 1280)
 
 	// a phone's width: the list fits without horizontal scrolling

@@ -143,6 +143,7 @@ function renderAppHead() {
 
 async function showApp(ns, name) {
   const k = ns + '/' + name;
+  if (state.view !== k) { $('app-note').hidden = true; $('app-note').textContent = ''; delete $('app-note').dataset.rollback; }
   state.view = k;
   state.node = null;
   $('list').hidden = true;
@@ -501,8 +502,10 @@ async function rollback(a, h) {
   try {
     const r = await call('POST', appPath(a, 'rollback') + appQ(a), { id: h.id, appNamespace: a.metadata.namespace });
     const rev = r.operation && r.operation.sync && r.operation.sync.revision;
-    $('app-msg').textContent = 'rollback requested' + (rev ? ': ' + rev : '');
-    $('app-msg').dataset.rollback = rev || '';
+    const note = $('app-note');
+    note.hidden = false;
+    note.textContent = 'Rollback to ' + h.revision + ' requested' + (rev ? ': commit ' + rev + ' (the sweep applies it)' : '');
+    note.dataset.rollback = rev || '';
   } catch (e) {
     $('error').textContent = 'rollback: ' + e.message;
   }
@@ -514,7 +517,8 @@ async function doSync() {
   if (!await confirmDialog('Sync ' + a.metadata.name + '?', 'Reconcile ' + a.metadata.namespace + '/' + a.metadata.name + ' now (and sweep git when it came from git).', 'Sync')) return;
   try {
     await call('POST', appPath(a, 'sync') + appQ(a), { appNamespace: a.metadata.namespace });
-    $('app-msg').textContent = 'sync requested';
+    $('app-note').hidden = false;
+    $('app-note').textContent = 'Sync requested';
   } catch (e) {
     $('error').textContent = 'sync: ' + e.message;
   }
