@@ -556,6 +556,12 @@ func (s *Server) managedResources(w http.ResponseWriter, r *http.Request) {
 				target = live
 			}
 		}
+		if c := cached[refKey(d.GVK.Group, d.GVK.Kind, d.Namespace, d.Name)]; c != nil && live != nil && d.Modified {
+			// the dry-run drops managedFields; the cached object's say which manager wrote each
+			// drifted field (Argo CD's liveState carries them too), which the page attributes
+			live = live.DeepCopy()
+			live.SetManagedFields(c.GetManagedFields())
+		}
 		rd := ResourceDiff{Group: d.GVK.Group, Kind: d.GVK.Kind, Namespace: d.Namespace, Name: d.Name,
 			LiveState: stateJSON(live), TargetState: stateJSON(target), Modified: d.Modified, Diff: d.Diff}
 		rd.NormalizedLiveState, rd.PredictedLiveState = rd.LiveState, rd.TargetState
