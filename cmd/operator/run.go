@@ -85,6 +85,7 @@ type runOptions struct {
 	Drive  driveOptions
 	Plane  deploy.Options
 	Image  imageOptions
+	Fleet  fleetOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	commits source.Source
@@ -136,6 +137,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Drive.BindFlags(fs)
 	o.Plane.BindFlags(fs, "") // off by default
 	o.Image.BindFlags(fs)
+	o.Fleet.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
@@ -354,6 +356,11 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
 	}
+	o.commits = src
+	var fl *fleetSweeps // the registered clusters' sweeps; nil without --fleet
+	if fl, src, err = setupFleet(mgr, o, src, ctrl.Log.WithName("fleet")); err != nil {
+		return nil, err
+	}
 	scope, err := o.GitOps.Scope(self(o.Namespace, o.APIGroup, o.ProtectedSecrets))
 	if err != nil {
 		return nil, fmt.Errorf("gitops scope: %w", err)
@@ -400,12 +407,20 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			return nil, err
 		}
 	}
-	sweeper.Routes(mux, wh)
+	if fl != nil {
+		sweeper.Cluster, fl.home = homeCluster, sweeper
+		fl.Routes(mux, wh)
+		if err := mgr.Add(fl); err != nil {
+			return nil, err
+		}
+	} else {
+		sweeper.Routes(mux, wh)
+	}
 	// Without an election this process leads from the start: ready only after its first
 	// sweep (the manager closes Elected a moment after the caches sync, and /readyz was 200
 	// in between).
 	ready["gitops"] = sweeper.Ready(func() bool { return !o.LeaderElect || isClosed(mgr.Elected()) })
-	o.sweeper, o.commits = sweeper, src
+	o.sweeper = sweeper
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}

@@ -180,8 +180,7 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a Namespace cannot declare metadata.namespace; remove it"), false
 		}
 		if !s.Owns(name) {
-			return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
-				"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", name, s)), false
+			return objectSkip(o, ReasonNamespaceNotOwned, s.notOwned(name)), false
 		}
 	case gk == crdKind:
 		if !s.crds {
@@ -199,8 +198,7 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		return objectSkip(o, ReasonNoNamespace,
 			"no metadata.namespace: the sweep never guesses one, and applies no cluster-scoped kind other than Namespace and CustomResourceDefinition"), false
 	case !s.Owns(ns):
-		return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
-			"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", ns, s)), false
+		return objectSkip(o, ReasonNamespaceNotOwned, s.notOwned(ns)), false
 	case s.self.protects(gk, ns, name):
 		return objectSkip(o, ReasonOperatorObject,
 			"one of the operator's own objects (its Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap or Secrets): git may never write it"), false
