@@ -27,6 +27,7 @@ import (
 	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/reconcile/render"
@@ -50,6 +51,8 @@ type planeDeps struct {
 	// Tenancy is the one tenancy rule (--tenant-org-managers): an application's org is its
 	// namespace's. The zero value trusts kinds.DefaultOrgManagers, run's default.
 	Tenancy kinds.Tenancy
+	// Fleet is the registry of --fleet's clusters, listed on the clusters route; nil: none.
+	Fleet *fleet.Registry
 }
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
@@ -84,6 +87,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup}}},
 		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
 		Committer:     d.Committer,
+		Fleet:         d.Fleet,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),

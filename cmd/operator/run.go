@@ -88,6 +88,7 @@ type runOptions struct {
 	Fleet  fleetOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
+	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
 	commits source.Source
 	// driveToken and agentToken are tokens the Rust operator's environment gives as values
 	// (APPS_SERVICE_TOKEN …, AGENT_DEPLOY_SERVICE_TOKEN), held in memory; nil unless set and
@@ -306,6 +307,9 @@ func run(o *runOptions) error {
 		if gw != nil {
 			deps.Committer = gw
 		}
+		if o.fleet != nil {
+			deps.Fleet = &o.fleet.fleet.Registry
+		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
 		}
@@ -408,7 +412,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 		}
 	}
 	if fl != nil {
-		sweeper.Cluster, fl.home = homeCluster, sweeper
+		sweeper.Cluster, fl.home, o.fleet = homeCluster, sweeper, fl
 		fl.Routes(mux, wh)
 		if err := mgr.Add(fl); err != nil {
 			return nil, err
