@@ -275,12 +275,11 @@ func (f *fleetSweeps) reconcile(ctx context.Context, key string, t fleetTarget) 
 	f.running[key] = cs
 	delete(f.rows, key)
 	f.mu.Unlock()
-	log := f.log.WithValues("cluster", key)
 	go func() {
 		defer close(cs.done)
-		_ = sw.Start(ctrllog.IntoContext(sctx, log))
+		_ = sw.Start(ctrllog.IntoContext(sctx, f.log)) // its lines carry its cluster (Sweeper.Cluster)
 	}()
-	log.Info("Sweeping a registered cluster", "server", version, "namespaces", b.Cluster().Namespaces, "rebuilt", cur != nil)
+	f.log.Info("Sweeping a registered cluster", "cluster", key, "server", version, "namespaces", b.Cluster().Namespaces, "rebuilt", cur != nil)
 	f.writeStatus(ctx, t.cr, metav1.ConditionTrue, reasonReached,
 		fmt.Sprintf("reached %s (%s) with the credential at %s", b.Cluster().Endpoint, version, mustRef(b.Cluster())))
 }

@@ -190,6 +190,9 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		if ns != "" {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a CustomResourceDefinition cannot declare metadata.namespace; remove it"), false
 		}
+	case scoping == ScopeCluster && s.self.Registry.Kind != "" && gk == s.self.Registry:
+		return objectSkip(o, ReasonClusterScoped,
+			"a fleet registration is not applied from git (least of all from a tenant's path: a tenant would register clusters for any org): registrations live as Cluster objects of the operator's own cluster, each credential in the Secret fleet-<sha256 prefix of orgs/<org>/k8s/clusters/<name>/kubeconfig> of the operator's namespace; the files of a registered cluster go under orgs/<org>/clusters/<name>/ (README: Fleet)"), false
 	case scoping == ScopeCluster:
 		return objectSkip(o, ReasonClusterScoped, fmt.Sprintf(
 			"%s is cluster-scoped (the apiserver's RESTMapping says so, whatever namespace the file declares); the git path applies no cluster-scoped kind but Namespace and, with --gitops-allow-crds, CustomResourceDefinition",

@@ -101,6 +101,9 @@ type Self struct {
 	// namespace (install puts the operator's Role in each one it owns).
 	ClusterRoles []string
 	Roles        []string
+	// Registry is the fleet's registration Kind (the universe group's Cluster): git never
+	// writes it, and its refusal says where registrations live.
+	Registry schema.GroupKind
 }
 
 // SelfObject names one of the operator's own objects (or, with no Name,
