@@ -257,7 +257,7 @@ func TestFleetTwoClusters(t *testing.T) {
 			since = rep.cluster(bKey).Started
 		}
 		if after := writesTo(t, bCfg); after != before {
-			t.Errorf("two idle sweeps of B sent it %d requests for its ConfigMaps and Services, want 0", after-before)
+			t.Errorf("two idle sweeps of B sent it %.0f requests for its ConfigMaps and Services, want 0", after-before)
 		}
 	})
 
