@@ -83,9 +83,8 @@ func cmValue(ns, name, value string) []byte {
 // on A; B's bounded registration refuses a namespace outside its bound, by name; a path of
 // org acme naming org other's cluster reaches nothing; B down leaves A syncing, B's rows
 // say why, and B recovers by itself; a credential rotated in its Secret is picked up
-// without a restart.
-//
-//nolint:funlen,gocyclo // one story on two control planes, its steps in order (CI pays one extra apiserver)
+// without a restart. One story on two control planes, its steps in order: CI pays one extra
+// apiserver for it.
 func TestFleetTwoClusters(t *testing.T) {
 	cl := getCluster(t)
 	ctx := context.Background()

@@ -44,6 +44,8 @@ func (o *fleetOptions) BindFlags(fs *pflag.FlagSet) {
 
 // Condition Reached of a Cluster: whether the fleet reached the cluster with its
 // credential, and why not.
+//
+//nolint:gosec // G101: condition reasons naming a credential's state, not credentials
 const (
 	conditionReached = "Reached"
 
@@ -71,7 +73,6 @@ type fleetSweeps struct {
 	fleet  *fleet.Fleet
 	cache  cache.Cache   // Cluster objects, the operator namespace's Secrets
 	status client.Client // writes Cluster status (server-side apply, kinds.ManagerStatus)
-	gvk    string        // the Cluster group/version, for status applies
 	apiGrp string
 	head   *sharedHead
 	opts   gitops.Options
@@ -365,11 +366,23 @@ func (f *fleetSweeps) writeStatus(ctx context.Context, cr *fleetv1.Cluster, st m
 	}
 	u, err := condition.StatusApply(fleetv1.GroupVersion(f.apiGrp).WithKind(fleetv1.Kind), cr, next)
 	if err == nil {
-		err = f.status.Status().Patch(ctx, u, client.Apply, client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership)
+		err = f.status.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership)
 	}
 	if err != nil {
 		f.log.Error(err, "Writing a registration's status failed, retrying on its next change", "cluster", cr.Name)
 	}
+}
+
+// attachFleet serves the sweep's routes on mux: with a fleet (non-nil f), the home sweep is
+// cluster "home" beside the registered clusters' sweeps, which f runs (leader only).
+func attachFleet(mgr ctrl.Manager, o *runOptions, f *fleetSweeps, home *gitops.Sweeper, mux *http.ServeMux, wh *gitops.Webhook) error {
+	if f == nil {
+		home.Routes(mux, wh)
+		return nil
+	}
+	home.Cluster, f.home, o.fleet = homeCluster, home, f
+	f.Routes(mux, wh)
+	return mgr.Add(f)
 }
 
 // Routes registers POST /reconcile (wh) and GET /gitops: the home sweep's report with a

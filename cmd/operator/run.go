@@ -411,14 +411,8 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			return nil, err
 		}
 	}
-	if fl != nil {
-		sweeper.Cluster, fl.home, o.fleet = homeCluster, sweeper, fl
-		fl.Routes(mux, wh)
-		if err := mgr.Add(fl); err != nil {
-			return nil, err
-		}
-	} else {
-		sweeper.Routes(mux, wh)
+	if err := attachFleet(mgr, o, fl, sweeper, mux, wh); err != nil {
+		return nil, err
 	}
 	// Without an election this process leads from the start: ready only after its first
 	// sweep (the manager closes Elected a moment after the caches sync, and /readyz was 200
