@@ -29,6 +29,7 @@ import (
 	"github.com/openuniverse/operator/drive/plane/deploy"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/reconcile/render"
@@ -55,6 +56,8 @@ type planeDeps struct {
 	// Build is run's build settings (--allow-unverified-seed, --static-server-image): the live
 	// diff builds what the controllers apply.
 	Build kinds.Context
+	// Fleet is the registry of --fleet's clusters, listed on the clusters route; nil: none.
+	Fleet *fleet.Registry
 }
 
 // setupPlane adds the /v1/deploy plane to mgr, reading from mgr's caches. It fails when the
@@ -98,6 +101,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Live:          direct,
 		Logs:          podLogs{cs: cs},
 		Sweep:         sweep,
+		Fleet:         d.Fleet,
 		Revisions:     revisionSource(d.Commits),
 		Version:       versionMessage(),
 		ServerVersion: serverVersion(cfg),

@@ -85,8 +85,10 @@ type runOptions struct {
 	Drive  driveOptions
 	Plane  deploy.Options
 	Image  imageOptions
+	Fleet  fleetOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
+	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
 	commits source.Source
 	// driveToken and agentToken are tokens the Rust operator's environment gives as values
 	// (APPS_SERVICE_TOKEN …, AGENT_DEPLOY_SERVICE_TOKEN), held in memory; nil unless set and
@@ -135,6 +137,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Drive.BindFlags(fs)
 	o.Plane.BindFlags(fs, "") // off by default
 	o.Image.BindFlags(fs)
+	o.Fleet.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
@@ -303,6 +306,9 @@ func run(o *runOptions) error {
 		if gw != nil {
 			deps.Committer = gw
 		}
+		if o.fleet != nil {
+			deps.Fleet = &o.fleet.fleet.Registry
+		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
 			return err
 		}
@@ -353,6 +359,11 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
 	}
+	o.commits = src
+	var fl *fleetSweeps // the registered clusters' sweeps; nil without --fleet
+	if fl, src, err = setupFleet(mgr, o, src, ctrl.Log.WithName("fleet")); err != nil {
+		return nil, err
+	}
 	scope, err := o.GitOps.Scope(self(o.Namespace, o.APIGroup, o.ProtectedSecrets))
 	if err != nil {
 		return nil, fmt.Errorf("gitops scope: %w", err)
@@ -399,12 +410,14 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 			return nil, err
 		}
 	}
-	sweeper.Routes(mux, wh)
+	if err := attachFleet(mgr, o, fl, sweeper, mux, wh); err != nil {
+		return nil, err
+	}
 	// Without an election this process leads from the start: ready only after its first
 	// sweep (the manager closes Elected a moment after the caches sync, and /readyz was 200
 	// in between).
 	ready["gitops"] = sweeper.Ready(func() bool { return !o.LeaderElect || isClosed(mgr.Elected()) })
-	o.sweeper, o.commits = sweeper, src
+	o.sweeper = sweeper
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	fleetv1 "github.com/openuniverse/operator/kinds/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 )
@@ -28,7 +29,8 @@ func self(namespace, group string, secrets []string) gitops.Self {
 	}
 	// and its identity: no pod runs as its ServiceAccount, nothing binds its roles or to it
 	return gitops.Self{Namespace: namespace, Objects: objs, ServiceAccount: install.OperatorName,
-		ClusterRoles: []string{install.ClusterRoleName(group)}, Roles: []string{install.LeaderElectionRole, install.RoleName(group)}}
+		ClusterRoles: []string{install.ClusterRoleName(group)}, Roles: []string{install.LeaderElectionRole, install.RoleName(group)},
+		Registry: gk(group, fleetv1.Kind)}
 }
 
 // defaultProtectedSecrets are the Secrets the install docs mount the webhook secret and

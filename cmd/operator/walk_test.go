@@ -17,6 +17,7 @@ var notSettings = map[string]string{
 	"Build.Inputs":        "read per CR from the cluster (render.ListInputs), never configured",
 	"sweeper":             "the running sweep, set by setupGitOps for the deploy plane",
 	"commits":             "the running git source, set by setupGitOps",
+	"fleet":               "the running fleet sweeps (--fleet), set by setupGitOps for the deploy plane",
 	"driveToken":          "a token the Rust environment gives as a value (APPS_SERVICE_TOKEN …), held in memory: install mounts --drive-token-secret instead",
 	"agentToken":          "AGENT_DEPLOY_SERVICE_TOKEN, held in memory: install mounts --agent-cloud-token-secret instead",
 	"loaded":              "the origins of the values, from loadConfig",

@@ -394,13 +394,33 @@ func freePorts(n int) ([]int, error) {
 // the same flags (and so the same port and certificates) and waits until it serves and
 // the fake node is Ready again: the fault of an apiserver restart.
 func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	if err := c.StopAPIServer(); err != nil {
+		return err
+	}
+	time.Sleep(down)
+	return c.StartAPIServer(ctx)
+}
+
+// StopAPIServer stops the kube-apiserver (etcd keeps its data): the cluster is down until
+// StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return fmt.Errorf("no kube-apiserver in this cluster")
+	}
+	c.procs[i].stop()
+	return nil
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped, with the same flags (the
+// same port and certificates), and waits until it serves (and, in a full cluster, until
+// the fake node is Ready again).
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
 	if i < 0 {
 		return fmt.Errorf("no kube-apiserver in this cluster")
 	}
 	old := c.procs[i]
-	old.stop()
-	time.Sleep(down)
 	detach := old.cmd.SysProcAttr.Pdeathsig == 0
 	p, err := startProcess(c.Dir, old.name, old.cmd.Path, detach, old.cmd.Args[1:]...)
 	if err != nil {
@@ -416,6 +436,9 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 		return err == nil, nil
 	}); err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(c.procs, func(p *process) bool { return p.name == "kwok" }) {
+		return nil // etcd and the apiserver only
 	}
 	return c.waitSystem(ctx)
 }

@@ -48,8 +48,8 @@ type GPUs struct {
 
 // ClusterStatus is what the fleet observed of the cluster.
 type ClusterStatus struct {
-	// Registered is when the fleet first reached the cluster with its credential. Not written
-	// yet: no registration loop runs in this operator (reconcile/fleet reads the registry).
+	// Registered is when the fleet first reached the cluster with its credential (its
+	// /version answered): written by operator run --fleet, with condition Reached.
 	// +optional
 	Registered *metav1.Time `json:"registered,omitempty"`
 	// +optional

@@ -49,12 +49,17 @@ type Clients struct {
 // Bound is one registered cluster as its caller may reach it: every namespaced operation
 // goes through One, Scope or WholeCluster, which refuse a namespace outside the bound.
 type Bound struct {
-	cluster Cluster
-	clients Clients
+	cluster    Cluster
+	clients    Clients
+	credential string // the credential's version
 }
 
 // Cluster is the registration the Bound reaches.
 func (b *Bound) Cluster() Cluster { return b.cluster }
+
+// Version changes whenever the registration or its credential does (a rotation): a
+// client built from an earlier Bound's Config is to be rebuilt.
+func (b *Bound) Version() string { return b.cluster.version + "/" + b.credential }
 
 // Bounded reports whether the registration is limited to its Namespaces.
 func (b *Bound) Bounded() bool { return len(b.cluster.Namespaces) > 0 }

@@ -61,7 +61,7 @@ func (f *Fleet) Reach(ctx context.Context, name string) (*Bound, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.cache[key]; ok && e.cluster == c.version && e.credential == cred.Version {
-		return &Bound{cluster: c, clients: e.clients}, nil
+		return &Bound{cluster: c, clients: e.clients, credential: cred.Version}, nil
 	}
 	clients, err := f.clients(cred.Kubeconfig, c)
 	if err != nil {
@@ -74,7 +74,7 @@ func (f *Fleet) Reach(ctx context.Context, name string) (*Bound, error) {
 		closeIdle(old.clients)
 	}
 	f.cache[key] = &cached{cluster: c.version, credential: cred.Version, clients: clients}
-	return &Bound{cluster: c, clients: clients}, nil
+	return &Bound{cluster: c, clients: clients, credential: cred.Version}, nil
 }
 
 // Forget drops the cached clients of cluster name of org (a registration deleted).

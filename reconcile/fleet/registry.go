@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,8 +28,11 @@ type Cluster struct {
 	Namespaces []string // empty: the whole cluster
 	Registered time.Time
 	Default    bool
-	// version is the Cluster object's resourceVersion: a cached Bound is rebuilt when the
-	// registration changes.
+	// Conditions are the registration's status conditions (Reached: whether the fleet
+	// reached it with its credential, and why not).
+	Conditions []metav1.Condition
+	// version is the Cluster object's generation: a cached Bound is rebuilt when the
+	// registration's spec changes (a status write, the fleet loop's own, does not rebuild it).
 	version string
 }
 
@@ -39,7 +44,7 @@ func FromCR(cr *fleetv1.Cluster) Cluster {
 	c := Cluster{
 		Name: cr.Name, Org: cr.Spec.Org, Provider: cr.Spec.Provider, Endpoint: cr.Spec.Endpoint,
 		Nodes: cr.Spec.Nodes, Namespaces: slices.Compact(slices.Sorted(slices.Values(cr.Spec.Namespaces))),
-		Default: cr.Spec.Default, version: cr.ResourceVersion,
+		Default: cr.Spec.Default, version: strconv.FormatInt(cr.Generation, 10),
 	}
 	if cr.Spec.GPUs != nil {
 		c.GPUs = *cr.Spec.GPUs
@@ -47,6 +52,7 @@ func FromCR(cr *fleetv1.Cluster) Cluster {
 	if cr.Status.Registered != nil {
 		c.Registered = cr.Status.Registered.Time
 	}
+	c.Conditions = slices.Clone(cr.Status.Conditions)
 	return c
 }
 
@@ -86,13 +92,21 @@ func (r Registry) List(ctx context.Context, caller Caller) ([]Cluster, error) {
 	if caller.org == "" {
 		return nil, ErrNoCaller
 	}
+	return r.list(ctx, caller.org)
+}
+
+// All returns every org's registrations, sorted by name: for a platform admin's view (the
+// deploy plane's clusters route to an admin). It holds no credential and reaches nothing.
+func (r Registry) All(ctx context.Context) ([]Cluster, error) { return r.list(ctx, "") }
+
+func (r Registry) list(ctx context.Context, org string) ([]Cluster, error) {
 	var list fleetv1.ClusterList
 	if err := r.Reader.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list clusters of org %s: %w", caller.org, err)
+		return nil, fmt.Errorf("list clusters of org %q: %w", org, err)
 	}
 	var out []Cluster
 	for i := range list.Items {
-		if list.Items[i].Spec.Org == caller.org {
+		if org == "" || list.Items[i].Spec.Org == org {
 			out = append(out, FromCR(&list.Items[i]))
 		}
 	}

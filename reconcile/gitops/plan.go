@@ -180,8 +180,7 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a Namespace cannot declare metadata.namespace; remove it"), false
 		}
 		if !s.Owns(name) {
-			return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
-				"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", name, s)), false
+			return objectSkip(o, ReasonNamespaceNotOwned, s.notOwned(name)), false
 		}
 	case gk == crdKind:
 		if !s.crds {
@@ -191,6 +190,9 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		if ns != "" {
 			return objectSkip(o, ReasonClusterScopedWithNamespace, "a CustomResourceDefinition cannot declare metadata.namespace; remove it"), false
 		}
+	case scoping == ScopeCluster && s.self.Registry.Kind != "" && gk == s.self.Registry:
+		return objectSkip(o, ReasonClusterScoped,
+			"a fleet registration is not applied from git (least of all from a tenant's path: a tenant would register clusters for any org): registrations live as Cluster objects of the operator's own cluster, each credential in the Secret fleet-<sha256 prefix of orgs/<org>/k8s/clusters/<name>/kubeconfig> of the operator's namespace; the files of a registered cluster go under orgs/<org>/clusters/<name>/ (README: Fleet)"), false
 	case scoping == ScopeCluster:
 		return objectSkip(o, ReasonClusterScoped, fmt.Sprintf(
 			"%s is cluster-scoped (the apiserver's RESTMapping says so, whatever namespace the file declares); the git path applies no cluster-scoped kind but Namespace and, with --gitops-allow-crds, CustomResourceDefinition",
@@ -199,8 +201,7 @@ func (s Scope) Admit(o source.Object, scoping Scoping) (Skip, bool) {
 		return objectSkip(o, ReasonNoNamespace,
 			"no metadata.namespace: the sweep never guesses one, and applies no cluster-scoped kind other than Namespace and CustomResourceDefinition"), false
 	case !s.Owns(ns):
-		return objectSkip(o, ReasonNamespaceNotOwned, fmt.Sprintf(
-			"namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", ns, s)), false
+		return objectSkip(o, ReasonNamespaceNotOwned, s.notOwned(ns)), false
 	case s.self.protects(gk, ns, name):
 		return objectSkip(o, ReasonOperatorObject,
 			"one of the operator's own objects (its Deployment, ServiceAccount, RBAC, Lease, relay ConfigMap or Secrets): git may never write it"), false

@@ -372,3 +372,27 @@ func TestPlanNeverWritesTheOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRefusesFleetRegistrations: a Cluster of the universe group (the fleet's
+// registry) in a tenant's path is refused, with a message saying where registrations
+// live; another group's Cluster is an ordinary cluster-scoped refusal.
+func TestPlanRefusesFleetRegistrations(t *testing.T) {
+	reg := obj("orgs/acme/web/cluster.yaml", "hanzo.ai/v1", "Cluster", "acme-web", "mine")
+	other := obj("orgs/acme/web/other.yaml", "example.com/v1", "Cluster", "acme-web", "x")
+	self := Self{Namespace: "universe-system", Registry: schema.GroupKind{Group: "hanzo.ai", Kind: "Cluster"}}
+	s, err := (Options{Namespaces: []string{"acme-web"}}).Scope(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.WithAPI(func(schema.GroupVersionKind) Scoping { return ScopeCluster }).Plan([]source.Object{reg, other}, nil)
+	if len(p.Applies) != 0 || len(p.Skips) != 2 {
+		t.Fatalf("plan: %+v", p)
+	}
+	for _, sk := range p.Skips {
+		points := strings.Contains(sk.Message, "registrations live as Cluster objects of the operator's own cluster") &&
+			strings.Contains(sk.Message, "orgs/<org>/clusters/<name>/")
+		if sk.Reason != ReasonClusterScoped || points != (sk.File == reg.File) {
+			t.Errorf("%s: %s %q", sk.File, sk.Reason, sk.Message)
+		}
+	}
+}

@@ -21,6 +21,9 @@ import (
 // Report is the outcome of one sweep, as logged, counted and served at
 // GET /gitops.
 type Report struct {
+	// Cluster is the cluster the sweep applied to: "home" (the operator's own) or
+	// <org>/<name> of a registered one (reconcile/fleet); empty without a fleet.
+	Cluster string `json:"cluster,omitempty"`
 	// Revision is the commit the sweep read; empty when it could not resolve one.
 	Revision string    `json:"revision,omitempty"`
 	Started  time.Time `json:"started"`

@@ -52,6 +52,7 @@ type Scope struct {
 	crds       bool  // CustomResourceDefinitions admitted (explicit opt-in)
 	self       Self
 	api        ScopeOf // nil: every kind but Namespace and CRD is unknown
+	bound      string  // the registered cluster whose namespaces bound this scope, if any
 }
 
 // Scoping is what the API says of a kind: namespaced, cluster-scoped, or not
@@ -100,6 +101,9 @@ type Self struct {
 	// namespace (install puts the operator's Role in each one it owns).
 	ClusterRoles []string
 	Roles        []string
+	// Registry is the fleet's registration Kind (the universe group's Cluster): git never
+	// writes it, and its refusal says where registrations live.
+	Registry schema.GroupKind
 }
 
 // SelfObject names one of the operator's own objects (or, with no Name,
@@ -134,6 +138,20 @@ func (s Scope) WithSelf(self Self) Scope {
 // WithCRDs returns s admitting CustomResourceDefinitions (an explicit opt-in:
 // a CRD changes the API of every namespace).
 func (s Scope) WithCRDs(allow bool) Scope { s.crds = allow; return s }
+
+// WithBound returns s as the namespaces bound of registered cluster (reconcile/fleet): a
+// namespace outside it is refused with a message naming the cluster and its bound, not
+// the home sweep's --gitops-namespaces.
+func (s Scope) WithBound(cluster string) Scope { s.bound = cluster; return s }
+
+// notOwned is the refusal of namespace ns.
+func (s Scope) notOwned(ns string) string {
+	if s.bound != "" {
+		return fmt.Sprintf("namespace %s is outside cluster %s's registration namespaces bound [%s]: refused, not narrowed (the Cluster's spec.namespaces)",
+			ns, s.bound, strings.Join(s.Namespaces(), " "))
+	}
+	return fmt.Sprintf("namespace %s is not owned (owned: %s); add it to --gitops-namespaces (GITOPS_NAMESPACES)", ns, s)
+}
 
 // WithAPI returns s deciding cluster- versus namespace-scope through api.
 func (s Scope) WithAPI(api ScopeOf) Scope { s.api = api; return s }

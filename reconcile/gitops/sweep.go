@@ -39,6 +39,9 @@ type Sweeper struct {
 	// Recorder, when set, records Events on the objects whose drift a sweep reverted or
 	// that it could not apply.
 	Recorder events.EventRecorder
+	// Cluster names the cluster this sweep applies to in its reports and log lines
+	// (Report.Cluster); empty without a fleet.
+	Cluster string
 
 	src      source.Source
 	scope    Scope
@@ -214,9 +217,13 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	s.sweepMu.Lock()
 	defer s.sweepMu.Unlock()
 	log := ctrllog.FromContext(ctx)
+	if s.Cluster != "" {
+		log = log.WithValues("cluster", s.Cluster)
+	}
 	start := s.now()
 	triggered := s.trig.take()
 	r, err := s.sweep(ctx)
+	r.Cluster = s.Cluster
 	r.Started, r.Duration = start, s.now().Sub(start).Seconds()
 	if !triggered.IsZero() {
 		r.Triggered = &triggered

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/source"
 )
 
@@ -99,6 +100,9 @@ type Config struct {
 	Logs PodLogSource
 	// Sweep is the git sweep's last report (the gitops route); nil: no sweep to report.
 	Sweep SweepReports
+	// Fleet is the registry of the clusters the operator's git sweep reaches (--fleet): the
+	// clusters route lists them beside in-cluster, each caller its org's; nil: in-cluster only.
+	Fleet *fleet.Registry
 
 	Version       VersionMessage
 	ServerVersion string
@@ -620,7 +624,8 @@ func (s *Server) syncWindows(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
-	apps, err := s.visible(r.Context(), identityOf(r), appQuery{})
+	id := identityOf(r)
+	apps, err := s.visible(r.Context(), id, appQuery{})
 	if err != nil {
 		writeReadError(w, err)
 		return
@@ -629,7 +634,13 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 	state := ConnectionState{Status: "Successful", Message: "", AttemptedAt: timePtr(now)}
 	c := Cluster{Server: InClusterServer, Name: "in-cluster", ServerVersion: s.c.ServerVersion, ConnectionState: state,
 		Info: ClusterInfo{ConnectionState: state, ServerVersion: s.c.ServerVersion, ApplicationsCount: int64(len(apps))}}
-	writeJSON(w, r, ClusterList{Items: []Cluster{c}}, nil)
+	items := []Cluster{c}
+	registered, err := s.registered(r.Context(), id)
+	if err != nil {
+		writeReadError(w, err)
+		return
+	}
+	writeJSON(w, r, ClusterList{Items: append(items, registered...)}, nil)
 }
 
 func (s *Server) projectList(ctx context.Context, id Identity) ([]AppProject, error) {
