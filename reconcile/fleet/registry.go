@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,8 +27,8 @@ type Cluster struct {
 	Namespaces []string // empty: the whole cluster
 	Registered time.Time
 	Default    bool
-	// version is the Cluster object's resourceVersion: a cached Bound is rebuilt when the
-	// registration changes.
+	// version is the Cluster object's generation: a cached Bound is rebuilt when the
+	// registration's spec changes, not when a loop writes its status.
 	version string
 }
 
@@ -39,7 +40,7 @@ func FromCR(cr *fleetv1.Cluster) Cluster {
 	c := Cluster{
 		Name: cr.Name, Org: cr.Spec.Org, Provider: cr.Spec.Provider, Endpoint: cr.Spec.Endpoint,
 		Nodes: cr.Spec.Nodes, Namespaces: slices.Compact(slices.Sorted(slices.Values(cr.Spec.Namespaces))),
-		Default: cr.Spec.Default, version: cr.ResourceVersion,
+		Default: cr.Spec.Default, version: strconv.FormatInt(cr.Generation, 10),
 	}
 	if cr.Spec.GPUs != nil {
 		c.GPUs = *cr.Spec.GPUs
