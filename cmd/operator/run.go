@@ -85,6 +85,8 @@ type runOptions struct {
 	Drive  driveOptions
 	Plane  deploy.Options
 	Image  imageOptions
+	// FleetKinds runs the Kind controllers on the registered clusters (fleetkinds.go).
+	FleetKinds fleetKindsOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	commits source.Source
@@ -136,6 +138,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Drive.BindFlags(fs)
 	o.Plane.BindFlags(fs, "") // off by default
 	o.Image.BindFlags(fs)
+	o.FleetKinds.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
@@ -263,6 +266,9 @@ func run(o *runOptions) error {
 	}
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"), kindOpts...); err != nil {
+			return err
+		}
+		if err := setupFleetKinds(mgr, o, nil, kindOpts, ctrl.Log.WithName("fleet-kinds")); err != nil {
 			return err
 		}
 	}
