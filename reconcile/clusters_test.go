@@ -2,7 +2,11 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	goruntime "runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -143,6 +148,86 @@ func kindControllers(ctx context.Context, c client.Client, name string) (metav1.
 	return *cond, true
 }
 
+// usage is what the operator costs cluster B: B's apiserver's request count and open watches
+// (from its /metrics), and this process's heap and RSS.
+type usage struct {
+	requests, watches int64
+	heap, rss         int64
+	by                map[string]int64 // requests by verb and resource
+}
+
+// busiest is the requests of u since b by verb and resource, the most first.
+func (u usage) busiest(b usage) string {
+	type row struct {
+		k string
+		n int64
+	}
+	var rows []row
+	for k, n := range u.by {
+		if d := n - b.by[k]; d > 0 {
+			rows = append(rows, row{k, d})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
+	var out []string
+	for i, r := range rows {
+		if i == 8 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %d", r.k, r.n))
+	}
+	return strings.Join(out, ", ")
+}
+
+func usageOf(ctx context.Context, t *testing.T, b *rest.Config) usage {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := usage{by: map[string]int64{}}
+	label := func(rest, key string) string {
+		_, v, _ := strings.Cut(rest, key+`="`)
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, rest, _ := strings.Cut(line, "{")
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "apiserver_request_total":
+			u.requests += int64(v)
+			u.by[label(rest, "verb")+" "+label(rest, "resource")+"/"+label(rest, "subresource")] += int64(v)
+		case name == "apiserver_longrunning_requests" && strings.Contains(rest, `verb="WATCH"`):
+			u.watches += int64(v)
+		}
+	}
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	u.heap = int64(ms.HeapInuse)
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				u.rss = kb << 10
+			}
+		}
+	}
+	return u
+}
+
 func serviceIn(ns, name string) *unstructured.Unstructured {
 	u := serviceCR(name, false, nil)
 	u.SetNamespace(ns)
@@ -188,7 +273,7 @@ func TestKindsOnRegisteredCluster(t *testing.T) {
 	ensureNamespace(t, home, fleetNS)
 	bCfg, b := startClusterB(t)
 	t.Logf("cluster B up after %s", time.Since(start).Round(time.Second))
-	ctx, stop := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, stop := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer stop()
 	waitFor := func(what string, cond func() (bool, string)) {
 		t.Helper()
@@ -201,7 +286,15 @@ func TestKindsOnRegisteredCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusters := &reconcile.Clusters{Home: mgr, Registry: kinds.Builtin(), Group: group, Resync: time.Second,
+	// FLEETKINDS_MEASURE=1 logs what B costs (figures for README, not asserted), with the
+	// default resync: every registration is reached again, and its missing Kinds looked
+	// for, once a minute.
+	measure := os.Getenv("FLEETKINDS_MEASURE") != ""
+	resync := time.Second
+	if measure {
+		resync = reconcile.DefaultClustersResync
+	}
+	clusters := &reconcile.Clusters{Home: mgr, Registry: kinds.Builtin(), Group: group, Resync: resync,
 		Fleet: &fleet.Fleet{Registry: fleet.Registry{Reader: mgr.GetClient()},
 			Store: fleet.SecretStore{Reader: mgr.GetAPIReader(), Namespace: fleetNS}, Scheme: scheme, AllowNonRoutable: true},
 		Log: log.WithName("fleet-kinds")}
@@ -221,6 +314,13 @@ func TestKindsOnRegisteredCluster(t *testing.T) {
 	const apps = "fk-apps"
 	ensureNamespace(t, b, apps)
 	ensureNamespace(t, home, apps)
+	var before, quiet usage
+	if measure {
+		quiet = usageOf(ctx, t, bCfg)
+		time.Sleep(60 * time.Second)
+		before = usageOf(ctx, t, bCfg)
+		t.Logf("B alone, idle 60 s: %d requests (its own), %d watches open", before.requests-quiet.requests, before.watches)
+	}
 	storeKubeconfig(t, home, "acme", "b", kubeconfigOf(t, bCfg, ""))
 	reg := registerCluster(t, home, "b", "acme", bCfg.Host, nil)
 	waitFor("B engaged", func() (bool, string) {
@@ -245,6 +345,14 @@ func TestKindsOnRegisteredCluster(t *testing.T) {
 	})
 	if _, err := deploymentOf(ctx, home, apps, "web"); !apierrors.IsNotFound(err) {
 		t.Errorf("web's Deployment on the home cluster: %v, want NotFound", err)
+	}
+	if measure {
+		engaged := usageOf(ctx, t, bCfg)
+		time.Sleep(60 * time.Second)
+		idle := usageOf(ctx, t, bCfg)
+		t.Logf("engaging B and reconciling one CR: %d requests to B, %d more watches open on B, heap %+d MiB, RSS %+d MiB; then idle 60 s: %d requests to B",
+			engaged.requests-before.requests, engaged.watches-before.watches, (engaged.heap-before.heap)>>20, (engaged.rss-before.rss)>>20, idle.requests-engaged.requests)
+		t.Logf("B alone, idle: %s; engaged, idle: %s", before.busiest(quiet), idle.busiest(engaged))
 	}
 	// B's controllers watch B's children: a deleted one is put back.
 	dep, _ := deploymentOf(ctx, b, apps, "web")
