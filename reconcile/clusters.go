@@ -233,7 +233,12 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 	}
 	reg := bound.Cluster()
 	scheme := c.Home.GetScheme()
-	cl, err := cluster.New(bound.Config(), func(co *cluster.Options) {
+	cfg := bound.Config()
+	// The fleet's config bounds each request to 30 s, a watch's stream too: its informers
+	// re-watched every type about every 15 s (114 requests a minute on an idle cluster of
+	// 57 watches). A watch ends by its own timeout; dials stay bounded by the fleet's dialer.
+	cfg.Timeout = 0
+	cl, err := cluster.New(cfg, func(co *cluster.Options) {
 		co.Scheme = scheme
 		co.Logger = log
 		// as the home manager: children are watched (Owns) as unstructured objects
@@ -251,7 +256,11 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 		return nil, fmt.Errorf("cluster %s: %w", reg.Name, err)
 	}
 	mapper := cl.GetRESTMapper()
-	var unreachable error
+	servedLater := func(gvk schema.GroupVersionKind) bool {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}
+	var unreachable error // the first discovery failure of engage's own checks
 	served := func(gvk schema.GroupVersionKind) bool {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil && !meta.IsNoMatchError(err) && unreachable == nil {
@@ -290,9 +299,10 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 			Context:  o.buildContext(c.Group),
 			Recorder: cl.GetEventRecorder(apply.RecorderKinds),
 			Now:      time.Now,
-			// The upgrade machine runs on the home cluster only: its pre-flight collector
-			// and its revert in git are home's. CRs of a registered cluster that ask for it
-			// say UpgradePolicyIgnored.
+			// The upgrade machine runs on the home cluster only (its pre-flight collector and
+			// its revert in git are home's): a CR here that asks for it says so.
+			Upgrades: &Upgrades{Client: bound.Client(), Served: servedLater,
+				Off: "the upgrade machine runs on the operator's home cluster only, not on registered cluster " + reg.Name},
 		}
 		name := strings.ToLower(strings.ReplaceAll(ref.String(), "/", "-")) + "@" + reg.Name
 		ctl, err := controller.NewUnmanaged(name, controller.Options{Reconciler: r, MaxConcurrentReconciles: o.workers(),
@@ -341,11 +351,7 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 	if len(ctls) == 0 {
 		return nil, fmt.Errorf("cluster %s: %w", reg.Name, errNoKinds)
 	}
-	e.kinds = len(ctls)
-	e.served = func(gvk schema.GroupVersionKind) bool {
-		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		return err == nil
-	}
+	e.kinds, e.served = len(ctls), servedLater
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.base == nil || c.base.Err() != nil {
