@@ -215,7 +215,7 @@ func (c *Clusters) condition(ctx context.Context, cr *fleetv1.Cluster, status me
 		cond["lastTransitionTime"] = old.LastTransitionTime.UTC().Format(time.RFC3339)
 	}
 	u.Object["status"] = map[string]any{"conditions": []any{cond}}
-	err := c.Home.GetClient().Status().Patch(ctx, u, client.Apply, client.FieldOwner(kinds.ManagerFleetKinds), client.ForceOwnership)
+	err := c.Home.GetClient().Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kinds.ManagerFleetKinds), client.ForceOwnership)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -313,35 +313,8 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 		if err := ctl.Watch(source.Kind[client.Object](cl.GetCache(), en.New(), &handler.EnqueueRequestForObject{})); err != nil {
 			return nil, err
 		}
-		for _, child := range en.OwnedGVKs(c.Group) {
-			if !served(child) {
-				continue
-			}
-			r.Owned = append(r.Owned, child)
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(child)
-			if !indexed[child] {
-				if err := cl.GetFieldIndexer().IndexField(context.Background(), u, indexController, controllerUID); err != nil {
-					return nil, fmt.Errorf("cluster %s: index %s by controller: %w", reg.Name, child, err)
-				}
-				indexed[child] = true
-			}
-			owner := handler.EnqueueRequestForOwner(scheme, mapper, en.New(), handler.OnlyControllerOwner())
-			if err := ctl.Watch(source.Kind[client.Object](cl.GetCache(), u, owner)); err != nil {
-				return nil, err
-			}
-		}
-		for _, in := range en.Inputs {
-			if !served(in) {
-				continue
-			}
-			r.Inputs = append(r.Inputs, in)
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(in)
-			h := handler.EnqueueRequestsFromMapFunc(sameNamespace(cl.GetClient(), scheme, gvk))
-			if err := ctl.Watch(source.Kind[client.Object](cl.GetCache(), u, h)); err != nil {
-				return nil, err
-			}
+		if err := c.watchChildren(cl, ctl, r, en, served, indexed); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", reg.Name, err)
 		}
 		ctls = append(ctls, ctl)
 	}
@@ -383,6 +356,46 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 	log.Info("Kind controllers engaged on a registered cluster", "org", reg.Org, "controllers", len(ctls),
 		"notServed", len(e.missing), "namespaces", reg.Namespaces)
 	return e, nil
+}
+
+// watchChildren has ctl watch, in cl's cache, the children r's Kind owns (by their
+// controller reference, indexed by it once per child kind) and the inputs its build reads
+// (every CR of the Kind in the input's namespace), those cl serves: SetupKinds' Owns and
+// Watches.
+func (c *Clusters) watchChildren(cl cluster.Cluster, ctl controller.Controller, r *KindReconciler, en kinds.Entry,
+	served func(schema.GroupVersionKind) bool, indexed map[schema.GroupVersionKind]bool) error {
+	scheme, mapper, gvk := cl.GetScheme(), cl.GetRESTMapper(), en.GroupVersionKind(c.Group)
+	for _, child := range en.OwnedGVKs(c.Group) {
+		if !served(child) {
+			continue
+		}
+		r.Owned = append(r.Owned, child)
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(child)
+		if !indexed[child] {
+			if err := cl.GetFieldIndexer().IndexField(context.Background(), u, indexController, controllerUID); err != nil {
+				return fmt.Errorf("index %s by controller: %w", child, err)
+			}
+			indexed[child] = true
+		}
+		owner := handler.EnqueueRequestForOwner(scheme, mapper, en.New(), handler.OnlyControllerOwner())
+		if err := ctl.Watch(source.Kind[client.Object](cl.GetCache(), u, owner)); err != nil {
+			return err
+		}
+	}
+	for _, in := range en.Inputs {
+		if !served(in) {
+			continue
+		}
+		r.Inputs = append(r.Inputs, in)
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(in)
+		h := handler.EnqueueRequestsFromMapFunc(sameNamespace(cl.GetClient(), scheme, gvk))
+		if err := ctl.Watch(source.Kind[client.Object](cl.GetCache(), u, h)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // disengage stops a cluster's controllers and cache, waits for them, and drops its clients.

@@ -248,11 +248,9 @@ func deploymentOf(ctx context.Context, c client.Client, ns, name string) (*unstr
 // control plane registered as cluster B: a Service CR created on B is materialized on B (its
 // Deployment there, none on the home cluster) with its status written on B, and a deleted
 // child is put back; a rotated credential B refuses disengages it, the good one engages it
-// again; deregistering B stops its controllers (a deleted child stays deleted, a CR's
-// change is not applied); a registration bounded to one namespace reconciles there, never
-// reads or writes a CR of another, and its KindControllers condition names the bound.
-//
-//nolint:funlen,gocyclo // one story on two control planes, read top to bottom
+// again; deregistering B stops its controllers (a deleted child stays deleted, a new CR is
+// not materialized); a registration bounded to one namespace reconciles there, never reads
+// or writes a CR of another, and its KindControllers condition names the bound.
 func TestKindsOnRegisteredCluster(t *testing.T) {
 	homeCfg := testbed.APIServer(t)
 	logs := &syncBuffer{}
