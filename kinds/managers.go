@@ -29,4 +29,7 @@ const (
 	// ManagerDeployPlane patches a CR's spec.image or annotations for the /v1/deploy plane
 	// (a rollback or sync of a CR that did not come from git).
 	ManagerDeployPlane = "universe-deploy-plane"
+	// ManagerFleetKinds writes the KindControllers condition of a registered Cluster: whether
+	// the Kind controllers run on it, and which namespaces they watch.
+	ManagerFleetKinds = "universe-operator-fleet-kinds"
 )

@@ -83,6 +83,9 @@ type Upgrades struct {
 	// (spec.upgradePolicy.revertInGit), waking the sweep; nil when the operator has no git
 	// write path.
 	Git source.CRCommitter
+	// Off, when set, is why the machine never runs here whatever the gate (a registered
+	// cluster's controllers): the UpgradePolicyIgnored message.
+	Off string
 }
 
 // Events of the revert in git (the registry's, kinds/condition).
@@ -172,8 +175,12 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 			step.state.Upgrade, step.changed = nil, true
 		}
 		if asks {
+			why := "the operator runs without --upgrade-fsm (UPGRADE_FSM_ENABLED=true)"
+			if u.Off != "" {
+				why = u.Off
+			}
 			step.condition = &metav1.Condition{Type: ConditionUpgradePolicyIgnored, Status: metav1.ConditionTrue, Reason: "UpgradeFSMDisabled",
-				Message: "spec.upgradePolicy.enabled is true but the operator runs without --upgrade-fsm (UPGRADE_FSM_ENABLED=true): spec.image is applied directly, with no pre-flight, health gate or rollback"}
+				Message: "spec.upgradePolicy.enabled is true but " + why + ": spec.image is applied directly, with no pre-flight, health gate or rollback"}
 		}
 		return step, nil
 	}

@@ -86,6 +86,8 @@ type runOptions struct {
 	Plane  deploy.Options
 	Image  imageOptions
 	Fleet  fleetOptions
+	// FleetKinds runs the Kind controllers on the registered clusters (fleetkinds.go).
+	FleetKinds fleetKindsOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
@@ -138,6 +140,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Plane.BindFlags(fs, "") // off by default
 	o.Image.BindFlags(fs)
 	o.Fleet.BindFlags(fs)
+	o.FleetKinds.BindFlags(fs)
 }
 
 func newRunCommand() *cobra.Command {
@@ -265,6 +268,9 @@ func run(o *runOptions) error {
 	}
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"), kindOpts...); err != nil {
+			return err
+		}
+		if err := setupFleetKinds(mgr, o, nil, kindOpts, ctrl.Log.WithName("fleet-kinds")); err != nil {
 			return err
 		}
 	}

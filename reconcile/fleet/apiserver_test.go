@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -195,6 +196,12 @@ func configMap(ns, name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": "v"}}
 }
 
+func unstructuredCM(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": ns, "name": name}, "data": map[string]any{"k": "v"}}}
+	return u
+}
+
 // TestReachLandsOnTheRegisteredCluster: a write through the Bound of cluster B lands on B,
 // not on the home cluster that holds the registry and the credential.
 func TestReachLandsOnTheRegisteredCluster(t *testing.T) {
@@ -266,6 +273,7 @@ func TestBoundRefusesOutsideNamespaces(t *testing.T) {
 		"list lux-chain":      gc.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("lux-chain")),
 		"create a namespace":  gc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme-new"}}),
 		"status of lux-chain": gc.Status().Update(ctx, configMap("lux-chain", "x")),
+		"apply in lux-chain":  gc.Apply(ctx, client.ApplyConfigurationFromUnstructured(unstructuredCM("lux-chain", "x")), client.FieldOwner("test")),
 	} {
 		if !errors.As(err, &oob) || !strings.Contains(err.Error(), bound1) {
 			t.Errorf("%s: %v, want an OutOfBoundError naming the bound", what, err)
@@ -276,6 +284,9 @@ func TestBoundRefusesOutsideNamespaces(t *testing.T) {
 	}
 	if err := gc.Create(ctx, configMap("acme-apps", "inside")); err != nil {
 		t.Errorf("create inside the bound: %v", err)
+	}
+	if err := gc.Apply(ctx, client.ApplyConfigurationFromUnstructured(unstructuredCM("acme-apps", "applied")), client.FieldOwner("test")); err != nil {
+		t.Errorf("apply inside the bound: %v", err)
 	}
 	if err := gc.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("acme-apps")); err != nil {
 		t.Errorf("list inside the bound: %v", err)

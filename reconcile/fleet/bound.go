@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -185,8 +186,19 @@ func (g *gated) Patch(ctx context.Context, obj client.Object, patch client.Patch
 	return g.Client.Patch(ctx, obj, patch, opts...)
 }
 
+// Apply gates an apply configuration made from an object (client.ApplyConfigurationFromUnstructured,
+// the Applier's) by that object's namespace; a typed apply configuration, which has no
+// namespace accessor to check, is refused.
 func (g *gated) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	return fmt.Errorf("cluster %s: apply configurations are not gated by namespace; use Patch with client.Apply", g.cluster)
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return fmt.Errorf("cluster %s: typed apply configurations are not gated by namespace; apply an unstructured object", g.cluster)
+	}
+	o := &unstructured.Unstructured{Object: u.UnstructuredContent()}
+	if err := g.check(o, o.GetNamespace(), o.GetName()); err != nil {
+		return err
+	}
+	return g.Client.Apply(ctx, obj, opts...)
 }
 
 func (g *gated) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
