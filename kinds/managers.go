@@ -29,4 +29,7 @@ const (
 	// ManagerDeployPlane patches a CR's spec.image or annotations for the /v1/deploy plane
 	// (a rollback or sync of a CR that did not come from git).
 	ManagerDeployPlane = "universe-deploy-plane"
+	// ManagerK8sPlane writes what an op of the /v1/k8s cluster plane writes on a registered
+	// cluster (a cordon, a claim's size, an applied object of the closed set of kinds).
+	ManagerK8sPlane = "universe-k8s-plane"
 )

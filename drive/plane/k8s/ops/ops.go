@@ -137,7 +137,7 @@ var All = []Op{
 	{Name: "resources.delete", Group: Resources, Scope: Namespaced, Mutating: true, Request: ResourcesDeleteRequest{}, Reply: ResourcesDeleteReply{}},
 	{Name: "resources.watch", Group: Resources, Scope: Namespaced, Request: ResourcesWatchRequest{}, Reply: ResourcesWatchReply{}},
 
-	{Name: "access.review", Group: Access, Scope: Namespaced, Rules: []Rule{r("authorization.k8s.io", res("selfsubjectaccessreviews"), "create")}, Request: AccessReviewRequest{}, Reply: AccessReviewReply{}},
+	{Name: "access.review", Group: Access, Scope: Whole, Rules: []Rule{r("authorization.k8s.io", res("selfsubjectaccessreviews"), "create")}, Request: AccessReviewRequest{}, Reply: AccessReviewReply{}},
 
 	{Name: "metrics.pods", Group: Metrics, Scope: Namespaced, Rules: []Rule{r("metrics.k8s.io", res("pods"), "list")}, Request: MetricsPodsRequest{}, Reply: MetricsPodsReply{}},
 }
@@ -778,8 +778,9 @@ type ResourcesWatchReply struct {
 }
 
 // AccessReviewRequest asks whether the registration's own credential may do Verb on
-// Resource (of APIGroup) in Namespace on the cluster: what the plane could do there, as
-// the cluster's RBAC decides it.
+// Resource (of APIGroup) in Namespace ("" for cluster-wide) on the cluster: what the plane
+// could do there, as the cluster's RBAC decides it. A review is a cluster-scoped request:
+// whole-cluster registrations only.
 type AccessReviewRequest struct {
 	Cluster   string `json:"cluster"`
 	Namespace string `json:"namespace"`
