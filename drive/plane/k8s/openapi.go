@@ -13,7 +13,11 @@ import (
 
 // schemaOf is the JSON schema of v's type (its json tags), inline.
 func schemaOf(v any) (*openapi3.SchemaRef, error) {
-	return openapi3gen.NewSchemaRefForValue(v, nil)
+	s, err := openapi3gen.NewSchemaRefForValue(v, nil)
+	if err == nil && s.Value != nil && s.Value.Type == nil {
+		s.Value.Type = &openapi3.Types{openapi3.TypeObject} // a request of no fields
+	}
+	return s, err
 }
 
 // OpenAPI is the plane's OpenAPI 3 document: one POST operation per op, its description

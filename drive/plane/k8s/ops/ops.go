@@ -146,7 +146,7 @@ var All = []Op{
 var ResourceVerbs = map[string][]string{
 	"resources.list":   {"list"},
 	"resources.get":    {"get"},
-	"resources.apply":  {"get", "create", "patch"},
+	"resources.apply":  {"patch", "create"}, // server-side apply; create when it creates
 	"resources.delete": {"delete"},
 	"resources.watch":  {"list", "watch"},
 }
