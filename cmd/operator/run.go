@@ -85,6 +85,8 @@ type runOptions struct {
 	Drive  driveOptions
 	Plane  deploy.Options
 	Image  imageOptions
+	// K8sPlane is the /v1/k8s cluster plane (k8splane.go).
+	K8sPlane k8sPlaneOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	commits source.Source
@@ -136,6 +138,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Drive.BindFlags(fs)
 	o.Plane.BindFlags(fs, "") // off by default
 	o.Image.BindFlags(fs)
+	o.K8sPlane.BindFlags(fs) // off by default
 }
 
 func newRunCommand() *cobra.Command {
@@ -305,6 +308,11 @@ func run(o *runOptions) error {
 			deps.Committer = gw
 		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
+			return err
+		}
+	}
+	if o.K8sPlane.Enabled() {
+		if err := setupK8sPlane(ctx, mgr, o, ctrl.Log.WithName("k8s-plane")); err != nil {
 			return err
 		}
 	}
