@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/drive/plane/k8s"
 	"github.com/openuniverse/operator/drive/plane/k8s/ops"
 	"github.com/openuniverse/operator/e2e/testbed"
 )
@@ -117,13 +118,17 @@ func exerciseEveryOp(t *testing.T) {
 		called[s.op] = true
 	}
 	if trig.Job != "" {
-		call(t, alice, "jobs.delete", ops.JobsDeleteRequest{Cluster: whole, Namespace: ns, Job: trig.Job}, nil)
+		if e := call(t, alice, "jobs.delete", ops.JobsDeleteRequest{Cluster: whole, Namespace: ns, Job: trig.Job}, nil); e != nil {
+			t.Errorf("jobs.delete: %v", e)
+		}
 	} else {
 		t.Errorf("jobs.trigger made no Job")
 	}
 	called["jobs.delete"] = true
 	if watch.Cursor != "" {
-		call(t, alice, "resources.watch", ops.ResourcesWatchRequest{ResourceRef: cmRef, Cursor: watch.Cursor, WaitSeconds: 1}, nil)
+		if e := call(t, alice, "resources.watch", ops.ResourcesWatchRequest{ResourceRef: cmRef, Cursor: watch.Cursor, WaitSeconds: 1}, nil); e != nil {
+			t.Errorf("resources.watch: %v", e)
+		}
 	}
 	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet"} {
 		name := map[string]string{"Deployment": "dep", "StatefulSet": "ss", "DaemonSet": "ds"}[kind]
@@ -132,9 +137,8 @@ func exerciseEveryOp(t *testing.T) {
 		}
 	}
 	called["workloads.delete"] = true
-	// a registration made and removed again
-	raw := ops.ClustersDeregisterRequest{Cluster: "never-registered"}
-	call(t, alice, "clusters.deregister", raw, nil)
+	// clusters.register ran in setup; deregister of a name the org never registered
+	wantCode(t, "deregister an unknown cluster", call(t, alice, "clusters.deregister", ops.ClustersDeregisterRequest{Cluster: "never-registered"}, nil), k8s.CodeNotFound)
 	called["clusters.deregister"], called["clusters.register"] = true, true
 	for _, op := range ops.All {
 		if !called[op.Name] {

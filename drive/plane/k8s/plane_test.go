@@ -479,7 +479,7 @@ func TestExpandClaimOnlyGrows(t *testing.T) {
 	ctx := t.Context()
 	const ns = "vol-a"
 	ensureNS(t, ns)
-	sc := fmt.Sprintf(`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"expandable"},"provisioner":"kubernetes.io/no-provisioner","allowVolumeExpansion":true,"volumeBindingMode":"Immediate"}`)
+	sc := `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"expandable"},"provisioner":"kubernetes.io/no-provisioner","allowVolumeExpansion":true,"volumeBindingMode":"Immediate"}`
 	if _, err := env.target.StorageV1().RESTClient().Post().AbsPath("/apis/storage.k8s.io/v1/storageclasses").Body([]byte(sc)).DoRaw(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
