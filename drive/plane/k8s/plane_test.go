@@ -251,6 +251,7 @@ func build(homeCfg, targetCfg *rest.Config) error {
 	rp.FlushInterval = -1
 	env.proxy = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := env.rec.current()
+		env.rec.record(op, r, 0) // on arrival: a watch ends after its op returned
 		sw := &statusWriter{ResponseWriter: w}
 		rp.ServeHTTP(sw, r)
 		env.rec.record(op, r, sw.status)
