@@ -32,4 +32,7 @@ const (
 	// ManagerFleetKinds writes the KindControllers condition of a registered Cluster: whether
 	// the Kind controllers run on it, and which namespaces they watch.
 	ManagerFleetKinds = "universe-operator-fleet-kinds"
+	// ManagerK8sPlane writes what an op of the /v1/k8s cluster plane writes on a registered
+	// cluster (a cordon, a claim's size, an applied object of the closed set of kinds).
+	ManagerK8sPlane = "universe-k8s-plane"
 )

@@ -39,7 +39,7 @@ func newRootCommand() *cobra.Command {
 			return envDefaults(cmd.Flags())
 		},
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newConfigCommand(), newUninstallCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newConfigCommand(), newUninstallCommand(), newK8sCommand())
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openuniverse/operator/drive"
+	"github.com/openuniverse/operator/drive/plane/k8s"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
 )
@@ -22,5 +23,6 @@ var registerMetrics = sync.OnceFunc(func() {
 		drive.Metrics(),
 		reconcile.Metrics(),
 		gitops.Metrics(),
+		k8s.Metrics(),
 	)...)
 })

@@ -90,7 +90,7 @@ func TestREADMENamesRealCommandsAndFlags(t *testing.T) {
 var (
 	fencedRE   = regexp.MustCompile("(?s)```[^\n]*\n(.*?)```")
 	inlineRE   = regexp.MustCompile("`([^`\n]+)`")
-	operatorRE = regexp.MustCompile(`(?m)(?:^|[\s/(])operator((?: [a-z][a-z-]*)+)`)
+	operatorRE = regexp.MustCompile(`(?m)(?:^|[\s/(])operator((?: [a-z][a-z0-9-]*)+)`)
 	flagRE     = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*)`)
 )
 

@@ -88,6 +88,8 @@ type runOptions struct {
 	Fleet  fleetOptions
 	// FleetKinds runs the Kind controllers on the registered clusters (fleetkinds.go).
 	FleetKinds fleetKindsOptions
+	// K8sPlane is the /v1/k8s cluster plane (k8splane.go).
+	K8sPlane k8sPlaneOptions
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
@@ -141,6 +143,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Image.BindFlags(fs)
 	o.Fleet.BindFlags(fs)
 	o.FleetKinds.BindFlags(fs)
+	o.K8sPlane.BindFlags(fs) // off by default
 }
 
 func newRunCommand() *cobra.Command {
@@ -316,6 +319,11 @@ func run(o *runOptions) error {
 			deps.Fleet = &o.fleet.fleet.Registry
 		}
 		if err := setupPlane(ctx, mgr, o.Plane, deps, ctrl.Log.WithName("deploy-plane")); err != nil {
+			return err
+		}
+	}
+	if o.K8sPlane.Enabled() {
+		if err := setupK8sPlane(ctx, mgr, o, ctrl.Log.WithName("k8s-plane")); err != nil {
 			return err
 		}
 	}

@@ -60,7 +60,9 @@ type Cluster struct {
 	Dir        string
 	Kubeconfig string
 	Config     *rest.Config
-	procs      []*process
+	// EtcdURL is etcd's client URL (its JSON gateway: /v3/kv/...).
+	EtcdURL string
+	procs   []*process
 }
 
 // Start brings up a control plane on free loopback ports and waits until it serves. With
@@ -145,6 +147,7 @@ func (c *Cluster) run(o Options, name string, args ...string) error {
 func (c *Cluster) startEtcd(ctx context.Context, o Options, client, peer int) error {
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	c.EtcdURL = clientURL
 	if err := c.run(o, "etcd",
 		"--name=testbed",
 		"--data-dir="+filepath.Join(c.Dir, "etcd"),

@@ -109,6 +109,15 @@ func (b *Bound) WholeCluster() (Clients, error) {
 	return b.clients, nil
 }
 
+// Typed and Dynamic return the cluster's typed and dynamic clients for calls of the
+// caller's choosing (eviction, logs, the node proxy, a closed set of kinds): for a bounded
+// registration their transport refuses, before the request leaves, everything outside the
+// bound (see admitPath), so check Admits first for a refusal that names the namespace.
+func (b *Bound) Typed() kubernetes.Interface { return b.clients.Typed }
+
+// Dynamic: see Typed.
+func (b *Bound) Dynamic() dynamic.Interface { return b.clients.Dynamic }
+
 // Client returns a client of the cluster that admits exactly the bound: any namespace of a
 // whole-cluster registration (and cluster-scoped objects), else only the bound's namespaces.
 func (b *Bound) Client() client.Client {
