@@ -597,7 +597,8 @@ func (s *Sweeper) suspendedResult(it *item, by string, stale bool) apply.Result 
 func changedSince(m metav1.Object, t time.Time, ours string) []string {
 	var out []string
 	for _, e := range m.GetManagedFields() {
-		if e.Manager == ours || e.Time == nil || !e.Time.After(t) || slices.Contains(out, e.Manager) {
+		// managedFields times are whole seconds: a write in the second of our apply counts
+		if e.Manager == ours || e.Time == nil || e.Time.Time.Before(t.Truncate(time.Second)) || slices.Contains(out, e.Manager) {
 			continue
 		}
 		out = append(out, e.Manager)
