@@ -70,8 +70,8 @@ type Result struct {
 	// Message explains Failed and Denied; for Denied it names the missing RBAC grant.
 	Message string `json:"message,omitempty"`
 	Err     error  `json:"-"`
-	// Path is the git path (see gitops.PathOf) whose file declared the object; set by the
-	// git sweep only.
+	// Path is the git path (see gitops.PathOf) whose file declared the object, omitted for
+	// the root path "."; set by the git sweep only.
 	Path string `json:"path,omitempty"`
 	// Reason names why a git-sweep object was held or not applied (DependencyNotReady,
 	// DependencyCycle, PathSuspended, ...); empty otherwise.

@@ -100,4 +100,3 @@ func TestInventoryIsBounded(t *testing.T) {
 		t.Errorf("%d bytes, %d over: want at most %d bytes and the rest counted", len(text), over, MaxInventoryBytes)
 	}
 }
-

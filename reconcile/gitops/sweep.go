@@ -561,7 +561,7 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool, suspended []str
 		applied += s.applyIdx(ctx, todo, stale, results)
 	}
 	for i := range results {
-		if i < len(s.order.Paths) {
+		if i < len(s.order.Paths) && s.order.Paths[i] != "." { // the root path is left implicit
 			results[i].Path = s.order.Paths[i]
 		}
 	}
