@@ -29,4 +29,7 @@ const (
 	// ManagerDeployPlane patches a CR's spec.image or annotations for the /v1/deploy plane
 	// (a rollback or sync of a CR that did not come from git).
 	ManagerDeployPlane = "universe-deploy-plane"
+	// ManagerCLI writes the git path's suspend ConfigMap (operator suspend / resume) and
+	// drops deleted orphans from its inventory (operator orphans --delete).
+	ManagerCLI = "universe-operator-cli"
 )
