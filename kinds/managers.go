@@ -35,4 +35,7 @@ const (
 	// ManagerK8sPlane writes what an op of the /v1/k8s cluster plane writes on a registered
 	// cluster (a cordon, a claim's size, an applied object of the closed set of kinds).
 	ManagerK8sPlane = "universe-k8s-plane"
+	// ManagerCLI writes the git path's suspend ConfigMap (operator suspend / resume) and
+	// drops deleted orphans from its inventory (operator orphans --delete).
+	ManagerCLI = "universe-operator-cli"
 )

@@ -39,7 +39,8 @@ func newRootCommand() *cobra.Command {
 			return envDefaults(cmd.Flags())
 		},
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newConfigCommand(), newUninstallCommand(), newK8sCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newConfigCommand(), newUninstallCommand(), newK8sCommand(),
+		newOrphansCommand(), newSuspendCommand(false), newSuspendCommand(true))
 	return root
 }
 

@@ -382,6 +382,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	if err != nil {
 		return nil, fmt.Errorf("gitops scope: %w", err)
 	}
+	o.GitOps.State = gitState(o.Namespace)
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, o.GitOps)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,8 @@ func self(namespace, group string, secrets []string) gitops.Self {
 		{GroupKind: gk("rbac.authorization.k8s.io", "RoleBinding"), Name: install.LeaderElectionRole},
 		{GroupKind: gk("coordination.k8s.io", "Lease")},
 		{GroupKind: gk("", "ConfigMap"), Name: install.WebhookRelay},
+		{GroupKind: gk("", "ConfigMap"), Name: install.GitOpsInventory},
+		{GroupKind: gk("", "ConfigMap"), Name: install.GitOpsSuspend},
 		{GroupKind: gk("", "Service"), Name: install.OperatorName},
 	}
 	for _, s := range secrets {

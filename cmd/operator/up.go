@@ -74,6 +74,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 	if err != nil {
 		return err
 	}
+	g.State = gitState(o.Namespace) // the inventory: a second up of the same manifests applies nothing
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, g)
 	if err != nil {
 		return err

@@ -13,17 +13,20 @@ import (
 
 // notSettings are the fields of runOptions no flag sets, each with why.
 var notSettings = map[string]string{
-	"Build.APIGroup":      "SetupKinds sets it from --api-group (WithBuildContext ignores it)",
-	"Build.Inputs":        "read per CR from the cluster (render.ListInputs), never configured",
-	"sweeper":             "the running sweep, set by setupGitOps for the deploy plane",
-	"commits":             "the running git source, set by setupGitOps",
-	"fleet":               "the running fleet sweeps (--fleet), set by setupGitOps for the deploy plane",
-	"driveToken":          "a token the Rust environment gives as a value (APPS_SERVICE_TOKEN …), held in memory: install mounts --drive-token-secret instead",
-	"agentToken":          "AGENT_DEPLOY_SERVICE_TOKEN, held in memory: install mounts --agent-cloud-token-secret instead",
-	"loaded":              "the origins of the values, from loadConfig",
-	"GitHub.MaxFileBytes": "set from --gitops-max-file-bytes at start",
-	"Git.MaxFileBytes":    "set from --gitops-max-file-bytes at start",
-	"Plane.StreamBuffer":  "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
+	"Build.APIGroup":         "SetupKinds sets it from --api-group (WithBuildContext ignores it)",
+	"Build.Inputs":           "read per CR from the cluster (render.ListInputs), never configured",
+	"sweeper":                "the running sweep, set by setupGitOps for the deploy plane",
+	"commits":                "the running git source, set by setupGitOps",
+	"fleet":                  "the running fleet sweeps (--fleet), set by setupGitOps for the deploy plane",
+	"driveToken":             "a token the Rust environment gives as a value (APPS_SERVICE_TOKEN …), held in memory: install mounts --drive-token-secret instead",
+	"agentToken":             "AGENT_DEPLOY_SERVICE_TOKEN, held in memory: install mounts --agent-cloud-token-secret instead",
+	"loaded":                 "the origins of the values, from loadConfig",
+	"GitHub.MaxFileBytes":    "set from --gitops-max-file-bytes at start",
+	"Git.MaxFileBytes":       "set from --gitops-max-file-bytes at start",
+	"GitOps.State.Namespace": "set by setupGitOps from --namespace (the git path's ConfigMaps live in the operator's namespace)",
+	"GitOps.State.Inventory": "fixed: install.GitOpsInventory, granted by name in the generated RBAC",
+	"GitOps.State.Suspend":   "fixed: install.GitOpsSuspend, granted by name in the generated RBAC",
+	"Plane.StreamBuffer":     "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
 }
 
 // leaves lists the paths of the leaf fields of v (a struct): exported fields of nested

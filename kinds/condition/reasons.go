@@ -21,6 +21,7 @@ const (
 const (
 	EventDriftReverted = "DriftReverted" // Warning: someone else had changed the object
 	EventApplyFailed   = "ApplyFailed"   // Warning: the apiserver refused the object
+	EventOrphaned      = "Orphaned"      // Warning: the git sweep applied it, git no longer declares it (never pruned)
 	// The takeover of another operator's children.
 	EventAdopted            = "AdoptedChildren"    // Normal: existing children are now applied by this operator
 	EventLeftover           = "LeftoverChildren"   // Warning: children left in place for the user to remove
@@ -103,4 +104,5 @@ var Reasons = []string{
 	ReasonNamespaceUnreadable,
 	ReasonAgentBound, ReasonAgentNotReady, ReasonReadOnly, ReasonNoTarget, ReasonCloudError, ReasonVisorError, ReasonLaunchFailed,
 	ReasonBindFailed, ReasonStatusWriteFailed, ReasonMachineNotFound, ReasonMachineTaken,
+	EventOrphaned,
 }

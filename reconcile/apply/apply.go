@@ -70,6 +70,12 @@ type Result struct {
 	// Message explains Failed and Denied; for Denied it names the missing RBAC grant.
 	Message string `json:"message,omitempty"`
 	Err     error  `json:"-"`
+	// Path is the git path (see gitops.PathOf) whose file declared the object, omitted for
+	// the root path "."; set by the git sweep only.
+	Path string `json:"path,omitempty"`
+	// Reason names why a git-sweep object was held or not applied (DependencyNotReady,
+	// DependencyCycle, PathSuspended, ...); empty otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Applier server-side applies objects through fluxcd/pkg/ssa under one field manager,

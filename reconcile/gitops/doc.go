@@ -46,6 +46,17 @@
 //
 // A Plan has applies and skips and nothing else: there is no delete anywhere
 // in its type, so removing a file from git deletes nothing in the cluster.
+// With Options.State the sweep keeps an inventory of what it applied (a
+// bounded ConfigMap, NextInventory) and reports what git no longer declares
+// as Orphaned, with the revision that removed it; deleting is the CLI's
+// (operator orphans --delete), never the sweep's.
+//
+// # Order and suspend
+//
+// A directory holding PathFile is a path; OrderPlan orders paths by
+// dependsOn and each path's objects by Argo CD's sync wave, and Hold holds a
+// step whose needs are not Ready. Paths listed in the suspend ConfigMap are
+// not applied and reported Suspended, with their drift.
 //
 // # Scope
 //

@@ -4,7 +4,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/openuniverse/operator/kinds/condition"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -13,6 +16,7 @@ import (
 const (
 	EventDriftReverted = apply.EventDriftReverted // Warning: someone else had changed the object
 	EventApplyFailed   = apply.EventApplyFailed   // Warning: the apiserver refused the object
+	EventOrphaned      = condition.EventOrphaned  // Warning: applied from git, no longer declared there (never pruned)
 )
 
 // emitEvents records a Kubernetes Event on each object whose drift the sweep reverted,
@@ -22,6 +26,19 @@ const (
 func (s *Sweeper) emitEvents(r *Report) {
 	if s.Recorder == nil {
 		return
+	}
+	for _, e := range r.newlyOrphaned {
+		m, err := s.mapper.RESTMapping(e.key().GroupKind)
+		if err != nil {
+			continue // no API serves the kind any more: nothing to record the Event on
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(m.GroupVersionKind)
+		obj.SetNamespace(e.Namespace)
+		obj.SetName(e.Name)
+		obj.SetUID(types.UID(e.UID))
+		s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventOrphaned, apply.ActionApply,
+			"no longer declared in git since revision %s (was in %s); never pruned: operator orphans --delete deletes it on request", short(e.RemovedIn), e.File)
 	}
 	items := make(map[apply.ObjRef]*item, len(s.items))
 	for _, it := range s.items {

@@ -44,6 +44,16 @@ type Report struct {
 	// Files names the file each planned object came from (the deploy plane's rollback
 	// commits there); not served.
 	Files map[apply.ObjRef]string `json:"-"`
+	// Suspended lists the paths `operator suspend` holds out of this sweep (their objects
+	// are reported SUSPENDED, with drift).
+	Suspended []string `json:"suspended,omitempty"`
+	// Orphans are the objects the git field manager applied that git no longer declares,
+	// with the revision that removed them; never deleted by the sweep.
+	Orphans []Orphan `json:"orphans,omitempty"`
+	// StateErrors say why the inventory could not be read or written this sweep.
+	StateErrors []string `json:"stateErrors,omitempty"`
+	// newlyOrphaned are the orphans this sweep found (one Event each).
+	newlyOrphaned []InventoryEntry
 	// Error says why the sweep stopped early (head, snapshot); it applied
 	// nothing then, and retries on the next tick.
 	Error string `json:"error,omitempty"`
@@ -74,6 +84,13 @@ type Summary struct {
 	OutOfScope int `json:"outOfScope"`
 	// Applied is how many objects the sweep sent to the apiserver.
 	Applied int `json:"applied"`
+	// Held counts objects the ordering held back; Suspended those of suspended paths;
+	// Orphaned the inventory's objects git no longer declares; InventoryOverflow the
+	// objects the bounded inventory could not record.
+	Held              int `json:"held,omitempty"`
+	Suspended         int `json:"suspended,omitempty"`
+	Orphaned          int `json:"orphaned,omitempty"`
+	InventoryOverflow int `json:"inventoryOverflow,omitempty"`
 }
 
 // OutOfScope reports whether a skip is the scope refusing a valid object
@@ -100,6 +117,10 @@ func Tally(files, refetched, applied int, results []apply.Result, skips []Skip) 
 			s.InSync++
 		case apply.Denied:
 			s.Denied++
+		case Held:
+			s.Held++
+		case Suspended:
+			s.Suspended++
 		default:
 			s.Errors++
 		}
@@ -132,6 +153,10 @@ func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 			log.V(1).Info("In sync", kv...)
 		case apply.Denied:
 			log.Info("Apply denied, widen the operator's RBAC or narrow GITOPS_NAMESPACES", append(kv, "grant", res.Message)...)
+		case Held:
+			log.Info("Held back, what it depends on is not ready", append(kv, "path", res.Path, "reason", res.Reason, "message", res.Message)...)
+		case Suspended:
+			log.Info("Not applied, its path is suspended", append(kv, "path", res.Path, "message", res.Message, "driftedBy", res.DriftedBy)...)
 		default:
 			log.Info("Apply failed, retrying on the next sweep", append(kv, "error", res.Message)...)
 		}
@@ -140,8 +165,18 @@ func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 		log.Info("Skipping, this object is not reconciled", "file", s.File, "doc", s.Doc, "object", s.Object(),
 			"reason", s.Reason, "message", s.Message)
 	}
+	for _, o := range r.Orphans {
+		log.Info("Orphaned: no longer in git, never pruned (operator orphans --delete)", "object", o.Object.String(),
+			"file", o.File, "removedIn", o.RemovedIn, "createdByGitOps", o.Created)
+	}
+	for _, p := range r.Suspended {
+		log.Info("Path suspended, not applied (operator resume PATH)", "path", p)
+	}
+	for _, e := range r.StateErrors {
+		log.Info("Inventory not kept this sweep", "error", e)
+	}
 	s := r.Summary
-	log.Info("Sweep complete (never prunes)", "revision", r.Revision, "idle", r.Idle, "applied", s.Applied,
+	log.Info("Sweep complete (never prunes)", "held", s.Held, "suspended", s.Suspended, "orphaned", s.Orphaned, "revision", r.Revision, "idle", r.Idle, "applied", s.Applied,
 		"files", s.Files, "refetched", s.Refetched, "created", s.Created, "updated", s.Updated, "inSync", s.InSync,
 		"errors", s.Errors, "denied", s.Denied, "skipped", s.Skipped, "outOfScope", s.OutOfScope,
 		"durationSeconds", r.Duration)
@@ -169,6 +204,18 @@ var (
 		Name: "universe_operator_gitops_source_refetched_total",
 		Help: "Files fetched from the git host rather than served from the SHA cache.",
 	})
+	metricOrphaned = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "universe_operator_gitops_orphaned_objects",
+		Help: "Objects the git sweep applied that git no longer declares (never pruned; operator orphans lists them).",
+	})
+	metricHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "universe_operator_gitops_held_objects",
+		Help: "Objects the last sweep held back: a dependsOn path or an earlier sync wave not ready, or a cycle.",
+	})
+	metricSuspended = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "universe_operator_gitops_suspended_objects",
+		Help: "Objects of suspended paths in the last sweep (not applied).",
+	})
 	metricFiles = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "universe_operator_gitops_source_files",
 		Help: "Manifest files at the last revision read.",
@@ -177,7 +224,8 @@ var (
 
 // Metrics lists the sweep's collectors; cmd/operator registers them once, with every loop's.
 func Metrics() []prometheus.Collector {
-	return []prometheus.Collector{metricObjects, metricDrift, metricSweeps, metricApplied, metricRefetched, metricFiles}
+	return []prometheus.Collector{metricObjects, metricDrift, metricSweeps, metricApplied, metricRefetched, metricFiles,
+		metricOrphaned, metricHeld, metricSuspended}
 }
 
 // count adds a report to the Prometheus collectors.
@@ -206,6 +254,9 @@ func count(r *Report) {
 	metricApplied.Add(float64(s.Applied))
 	metricRefetched.Add(float64(s.Refetched))
 	metricFiles.Set(float64(s.Files))
+	metricOrphaned.Set(float64(s.Orphaned))
+	metricHeld.Set(float64(s.Held))
+	metricSuspended.Set(float64(s.Suspended))
 }
 
 // ServeHTTP serves GET /gitops: the last sweep's Report as JSON, or null
@@ -248,6 +299,9 @@ func (r Report) Public() Report {
 	}
 	r.Skips = slices.Clone(r.Skips)
 	for i, sk := range r.Skips {
+		if sk.Reason == ReasonInvalidPathFile {
+			r.Skips[i].Message = "not a valid " + PathFile + lineOf(sk.Message) + " (want only dependsOn: [paths]; the operator log has the parser's message); every object of its path is held"
+		}
 		if sk.Reason == ReasonUnparseable && !sk.ours {
 			r.Skips[i].Message = "not applied, none of this file is: malformed yaml" + lineOf(sk.Message) + " (the operator log has the parser's message)"
 		}

@@ -304,6 +304,9 @@ type Options struct {
 	// any kind its own RBAC allows and nothing else. Namespaces and CRDs are
 	// still applied as the operator, within the scope.
 	ServiceAccount string
+	// State names the inventory and suspend ConfigMaps (see State); an empty Namespace
+	// keeps neither: no orphan report, no suspend, every object applied at a cold start.
+	State State
 }
 
 // Resync bounds.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -64,6 +67,15 @@ type Sweeper struct {
 	files   int
 	items   []*item
 	skips   []Skip
+
+	// The git path's own state (see State): the inventory as last read or written, and
+	// the suspended paths from their watch; nil when State.Namespace is empty.
+	state   State
+	inv     *Inventory
+	invText string
+	suspend *suspendWatch
+	// order is the plan's applies in steps (paths by dependsOn, waves), per revision.
+	order Order
 
 	mu       sync.Mutex // guards records, inflight and last; watch events read them
 	records  map[key]*apply.Record
@@ -131,7 +143,14 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		src: src, scope: scope, mapper: mapper, trig: NewTrigger(),
 		applier:  &apply.Applier{Client: c, Manager: kinds.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
-		records: map[key]*apply.Record{}, inflight: map[key]bool{},
+		records: map[key]*apply.Record{}, inflight: map[key]bool{}, state: opts.State,
+	}
+	if opts.State.Namespace != "" {
+		cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("gitops state client: %w", err)
+		}
+		s.suspend = newSuspendWatch(cs, opts.State, func() { s.trig.Fire() })
 	}
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
@@ -202,7 +221,12 @@ func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Close stops the watches. Start calls it on return; call it after using
 // Sweep directly.
-func (s *Sweeper) Close() { s.tracker.close() }
+func (s *Sweeper) Close() {
+	s.tracker.close()
+	if s.suspend != nil {
+		s.suspend.close()
+	}
+}
 
 // Last returns the last sweep's report; nil before the first.
 func (s *Sweeper) Last() *Report {
@@ -266,16 +290,26 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 		if err != nil {
 			return Report{Revision: rev, Phases: ph}, fmt.Errorf("read snapshot %s: %w", rev, err)
 		}
+		snap, specs := SplitPathFiles(snap)
 		objs, errs := s.parser.Parse(snap, s.limits)
 		since(&ph.Parse)
-		s.load(snap, objs, errs)
+		s.load(snap, objs, errs, specs)
 		since(&ph.Plan)
 		refetched = snap.Refetched
 	}
 	s.resolve(ctx)
+	var suspended []string
+	if s.suspend != nil {
+		s.suspend.ensure(ctx, s.syncWait)
+		suspended = s.suspend.get()
+	}
+	var stateErrs []string
+	if err := s.loadInventory(ctx); err != nil {
+		stateErrs = append(stateErrs, err.Error())
+	}
 	since(&ph.Resolve)
 	stale := s.stale()
-	all, applied := s.applyStaged(ctx, stale)
+	all, applied := s.applyStaged(ctx, stale, suspended)
 	since(&ph.Apply)
 	// The objects the RESTMapping refused are skips, not results.
 	results := make([]apply.Result, 0, len(all))
@@ -291,10 +325,20 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 	if len(refused) > 0 {
 		skips = mergeSkips(s.skips, refused)
 	}
-	return Report{
+	orphans, newly, err := s.updateInventory(ctx, rev, all, skips)
+	if err != nil {
+		stateErrs = append(stateErrs, err.Error())
+	}
+	r := Report{
 		Revision: rev, Idle: applied == 0, Results: results, Skips: skips, Phases: ph,
-		Summary: Tally(s.files, refetched, applied, results, skips),
-	}, nil
+		Summary: Tally(s.files, refetched, applied, results, skips), Suspended: suspended,
+		Orphans: orphans, StateErrors: stateErrs, newlyOrphaned: newly,
+	}
+	r.Summary.Orphaned = len(orphans)
+	if s.inv != nil {
+		r.Summary.InventoryOverflow = s.inv.Overflow
+	}
+	return r, nil
 }
 
 // mergeSkips orders two lists of skips by file, then document.
@@ -321,7 +365,7 @@ func (s *Sweeper) scopeOf(gvk schema.GroupVersionKind) Scoping {
 // load plans a new snapshot, keeping what was resolved for unchanged kinds
 // and forgetting the records of objects git no longer declares (they are
 // never deleted from the cluster).
-func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []source.FileError) {
+func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []source.FileError, specs []PathSpec) {
 	// One RESTMapper lookup per kind, not per object: a lookup walks every group's mapper
 	// (30-50 ms over 1 000 objects of one kind).
 	scoping := map[schema.GroupVersionKind]Scoping{}
@@ -333,6 +377,29 @@ func (s *Sweeper) load(snap *source.Snapshot, objs []source.Object, errs []sourc
 		}
 		return sc
 	}).Plan(objs, errs)
+	order, waveSkips := OrderPlan(plan.Applies, specs)
+	if len(waveSkips) > 0 {
+		bad := map[int]bool{}
+		for i, p := range order.Paths {
+			bad[i] = p == ""
+		}
+		kept := plan.Applies[:0:0]
+		for i, a := range plan.Applies {
+			if !bad[i] {
+				kept = append(kept, a)
+			}
+		}
+		plan.Applies = kept
+		plan.Skips = mergeSkips(plan.Skips, waveSkips)
+		order, _ = OrderPlan(plan.Applies, specs)
+	}
+	for _, sp := range specs {
+		if sp.Err != nil {
+			plan.Skips = mergeSkips(plan.Skips, []Skip{{File: path.Join(sp.Path, PathFile), Reason: ReasonInvalidPathFile,
+				Message: sp.Err.Error() + "; every object of path " + sp.Path + " is held"}})
+		}
+	}
+	s.order = order
 	prev := map[key]*item{}
 	for _, it := range s.items {
 		prev[it.key] = it
@@ -422,6 +489,14 @@ func (s *Sweeper) stale() []bool {
 		m, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
 		live := apply.Live{Watched: watched, Fingerprint: apply.Fingerprint(m, s.applier.Manager)}
 		rec := s.records[it.key]
+		if rec == nil && watched && s.inv != nil {
+			// A new process: the inventory says what was applied and what it left, so an
+			// object unchanged in git and in the cluster costs no apply (operator up's no-op).
+			if e, ok := s.inv.Entries[it.key]; ok && e.Fingerprint != "" && e.Digest == shortHash(it.digest) && e.Fingerprint == shortHash(live.Fingerprint) {
+				rec = &apply.Record{Digest: it.digest, OK: true, After: live.Fingerprint, Seen: true, At: now}
+				s.records[it.key] = rec
+			}
+		}
 		if rec != nil && watched && live.Fingerprint == rec.After {
 			rec.Seen = true
 		}
@@ -432,19 +507,33 @@ func (s *Sweeper) stale() []bool {
 
 // applyStaged applies the stale objects: CRDs and Namespaces first (the
 // plan orders them first), then, after waiting for changed CRDs to be
-// established and resetting the mapper, the rest. It returns one result per
-// item and how many objects it sent.
-func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]apply.Result, int) {
+// established and resetting the mapper, the rest, step by step (see OrderPlan:
+// paths in dependsOn order, waves in order), a step held when one it needs is
+// not Ready. Objects under a suspended path are not applied. It returns one
+// result per item and how many objects it sent.
+func (s *Sweeper) applyStaged(ctx context.Context, stale []bool, suspended []string) ([]apply.Result, int) {
 	results := make([]apply.Result, len(s.items))
+	done := make([]bool, len(s.items))
+	for i, it := range s.items {
+		if by := SuspendedBy(it.File, suspended); by != "" && it.refused == nil {
+			results[i], done[i] = s.suspendedResult(it, by, stale[i]), true
+		}
+	}
 	first := 0
 	for first < len(s.items) && (s.items[first].key.GroupKind == crdKind || s.items[first].key.GroupKind == namespaceKind) {
 		first++
 	}
-	applied := s.applyRange(ctx, s.items[:first], stale[:first], results[:first])
+	var head []int
+	for i := range s.items[:first] {
+		if !done[i] {
+			head = append(head, i)
+		}
+	}
+	applied := s.applyIdx(ctx, head, stale, results)
 	var changed []*item
-	for i, it := range s.items[:first] {
+	for _, i := range head {
 		a := results[i].Action
-		if it.key.GroupKind == crdKind && (a == apply.Created || a == apply.Updated) {
+		if it := s.items[i]; it.key.GroupKind == crdKind && (a == apply.Created || a == apply.Updated) {
 			changed = append(changed, it)
 		}
 	}
@@ -458,15 +547,79 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool) ([]apply.Result
 		}
 		s.resolve(ctx)
 	}
-	applied += s.applyRange(ctx, s.items[first:], stale[first:], results[first:])
+	for i := range head {
+		done[head[i]] = true
+	}
+	for k, st := range s.order.Steps {
+		var todo []int
+		for _, i := range st.Items {
+			if !done[i] {
+				todo = append(todo, i)
+			}
+		}
+		if reason, msg := Hold(s.order, k, results); reason != "" {
+			for _, i := range todo {
+				if s.items[i].refused == nil {
+					results[i] = apply.Result{Object: apply.RefOf(s.items[i].Object), Action: Held, Reason: string(reason), Message: msg}
+				}
+			}
+			continue
+		}
+		applied += s.applyIdx(ctx, todo, stale, results)
+	}
+	for i := range results {
+		if i < len(s.order.Paths) && s.order.Paths[i] != "." { // the root path is left implicit
+			results[i].Path = s.order.Paths[i]
+		}
+	}
 	return results, applied
 }
 
-// applyRange applies the stale items concurrently; one failure never stops
+// suspendedDrift marks the message of a suspended object that git or the cluster changed.
+const suspendedDrift = "not applied while suspended"
+
+// suspendedResult reports an object of a suspended path: never applied, and whether git
+// or the cluster moved it since the last apply (the idle check's answer), so a suspended
+// path still reports drift.
+func (s *Sweeper) suspendedResult(it *item, by string, stale bool) apply.Result {
+	r := apply.Result{Object: apply.RefOf(it.Object), Action: Suspended, Reason: string(ReasonPathSuspended)}
+	if stale {
+		r.Message = fmt.Sprintf("path %s is suspended (operator resume %s): git or the cluster changed it, %s", by, by, suspendedDrift)
+		s.mu.Lock()
+		rec := s.records[it.key]
+		s.mu.Unlock()
+		if rec != nil && it.mapping != nil {
+			if live, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && live != nil {
+				r.DriftedBy = changedSince(live, rec.At, s.applier.Manager)
+			}
+		}
+		return r
+	}
+	r.Message = fmt.Sprintf("path %s is suspended (operator resume %s): in sync", by, by)
+	return r
+}
+
+// changedSince names the field managers (ours excluded) that wrote the object after t,
+// from its managedFields: who drifted a suspended object.
+func changedSince(m metav1.Object, t time.Time, ours string) []string {
+	var out []string
+	for _, e := range m.GetManagedFields() {
+		// managedFields times are whole seconds: a write in the second of our apply counts
+		if e.Manager == ours || e.Time == nil || e.Time.Time.Before(t.Truncate(time.Second)) || slices.Contains(out, e.Manager) {
+			continue
+		}
+		out = append(out, e.Manager)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyIdx applies the stale items of idx concurrently; one failure never stops
 // the others.
-func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, results []apply.Result) int {
+func (s *Sweeper) applyIdx(ctx context.Context, idx []int, stale []bool, results []apply.Result) int {
 	var todo []int
-	for i, it := range items {
+	for _, i := range idx {
+		it := s.items[i]
 		ref := apply.RefOf(it.Object)
 		switch {
 		case it.refused != nil:
@@ -481,9 +634,9 @@ func (s *Sweeper) applyRange(ctx context.Context, items []*item, stale []bool, r
 		}
 		todo = append(todo, i)
 	}
-	apply.FanOut(len(todo), s.workers, func(k int) { results[todo[k]] = s.applyOne(ctx, items[todo[k]]) })
-	for i, it := range items {
-		if stale[i] && it.mapping != nil && (apierrors.IsNotFound(results[i].Err) || meta.IsNoMatchError(results[i].Err)) {
+	apply.FanOut(len(todo), s.workers, func(k int) { results[todo[k]] = s.applyOne(ctx, s.items[todo[k]]) })
+	for _, i := range todo {
+		if it := s.items[i]; it.mapping != nil && (apierrors.IsNotFound(results[i].Err) || meta.IsNoMatchError(results[i].Err)) {
 			it.mapping = nil // the kind went away (its CRD was deleted?): resolve it again next sweep
 		}
 	}

@@ -41,6 +41,10 @@ const (
 	// WebhookRelay names the ConfigMap through which a standby replica hands a push
 	// webhook to the leader (see gitops.Relay).
 	WebhookRelay = OperatorName + "-webhook-relay"
+	// GitOpsInventory names the ConfigMap of what the git sweep applied (orphans, and the
+	// no-op of a restart); GitOpsSuspend the one of the paths `operator suspend` holds.
+	GitOpsInventory = OperatorName + "-gitops-inventory"
+	GitOpsSuspend   = OperatorName + "-gitops-suspend"
 	// ProbePort serves /healthz and /readyz, WebhookPort POST /reconcile and GET /gitops,
 	// MetricsPort /metrics.
 	ProbePort   = 8081

@@ -227,6 +227,7 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 	need(everyLoop, InHome, "coordination.k8s.io", []string{"leases"}, []string{"get", "list", "watch", "create", "update", "patch"}, "leader election")
 	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"get", "list", "watch", "patch"}, "the webhook relay: a standby stamps it, the leader watches it", WebhookRelay)
 	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"create"}, "the webhook relay's first stamp")
+	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"get", "list", "watch", "patch"}, "the git path's inventory (orphans) and suspended paths", GitOpsInventory, GitOpsSuspend)
 	need(everyLoop, InHome, "", []string{"events"}, verbsEvents, "leader election Events")
 
 	running := o.Controllers
