@@ -97,11 +97,16 @@ func (k kustomizations) owner(p, except string) string {
 type snapIndex struct {
 	files map[string]File
 	paths []string // sorted
+	sec   Secrets
 	fs    filesys.FileSystem
+	// Of the files SOPS encrypted, which were, and why each that did not
+	// decrypt did not; their plaintext is only in fs.
+	encrypted map[string]bool
+	bad       map[string]error
 }
 
-func newSnapIndex(files []File) *snapIndex {
-	x := &snapIndex{files: make(map[string]File, len(files))}
+func newSnapIndex(files []File, sec Secrets) *snapIndex {
+	x := &snapIndex{files: make(map[string]File, len(files)), sec: sec, encrypted: map[string]bool{}, bad: map[string]error{}}
 	for _, f := range files {
 		x.files[f.Path] = f
 		x.paths = append(x.paths, f.Path)
@@ -120,7 +125,13 @@ func (x *snapIndex) memfs() (filesys.FileSystem, error) {
 		return nil, err
 	}
 	for _, p := range x.paths {
-		if err := fs.WriteFile(repoRoot+"/"+p, x.files[p].Data); err != nil {
+		data, enc, err := x.sec.open(x.files[p].Data)
+		x.encrypted[p] = enc
+		if err != nil {
+			x.bad[p] = err
+			data = nil
+		}
+		if err := fs.WriteFile(repoRoot+"/"+p, data); err != nil {
 			return nil, err
 		}
 	}
@@ -327,9 +338,20 @@ func (f *snapFS) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.x.bad[r]; err != nil {
+		return nil, f.refuse(fmt.Errorf("%s: %w", r, err))
+	}
 	data, err := f.FileSystem.ReadFile(p)
 	if err != nil {
 		return nil, err
+	}
+	if f.x.sec.RequireEncrypted && !f.x.encrypted[r] && !isKustomization(r) {
+		objs, _ := parseFile(r, data, DefaultDocuments)
+		for _, o := range objs {
+			if isSecret(o) {
+				return nil, f.refuse(plaintextSecret(r, o))
+			}
+		}
 	}
 	if isKustomization(r) {
 		if err := checkKustomization(r, data, f.x); err != nil {
@@ -401,6 +423,9 @@ func checkKustomization(file string, data []byte, x *snapIndex) error {
 		if remote(f) {
 			return refuse("remote file %q: remote files are never fetched; vendor it into the repository", f)
 		}
+	}
+	if x.sec.RequireEncrypted && len(kz.SecretGenerator) > 0 {
+		return fmt.Errorf("%w: %s: secretGenerator makes a Secret from plaintext files", ErrPlaintextSecret, file)
 	}
 	if len(kz.HelmCharts) > 0 || kz.HelmGlobals != nil || len(kz.HelmChartInflationGenerator) > 0 {
 		return refuse("helmCharts: Helm charts are not inflated; render the chart into the repository")

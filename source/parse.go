@@ -79,12 +79,23 @@ func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) {
 	return parseLimited(s, l, parsers{})
 }
 
+// ParseSecrets is ParseLimited decrypting SOPS documents, and treating
+// plaintext Secrets, as sec says.
+func ParseSecrets(s *Snapshot, l Limits, sec Secrets) ([]Object, []FileError) {
+	return parseLimited(s, l, parsers{sec: sec})
+}
+
 // ParseCache keeps the parse of each file by path and blob id, so that a revision which
 // changed one file of a thousand parses one file, and the build of each kustomization by
 // the state of every path the build looked at, so that a revision which changed one file
 // rebuilds only the kustomizations that read it. The zero value is ready; it holds the
 // files and builds of the last snapshot parsed only. It is not safe for concurrent use.
 type ParseCache struct {
+	// Secrets is how SOPS documents are decrypted and plaintext Secrets
+	// treated; changing it drops the cache.
+	Secrets Secrets
+	last    Secrets
+
 	files  map[string]parsedFile
 	builds map[string]*kbuild // by kustomization file
 	// built counts the kustomize builds run, for tests.
@@ -102,15 +113,19 @@ type parsedFile struct {
 // the last call, and of kustomizations none of whose inputs did. The objects it returns
 // are shared with later calls: never modify them (deep-copy first).
 func (c *ParseCache) Parse(s *Snapshot, l Limits) ([]Object, []FileError) {
+	if c.Secrets != c.last {
+		c.files, c.builds, c.last = nil, nil, c.Secrets
+	}
 	next := map[string]parsedFile{}
 	nextBuilds := map[string]*kbuild{}
 	objs, errs := parseLimited(s, l, parsers{
+		sec: c.Secrets,
 		file: func(f File, docs int) ([]Object, []FileError) {
 			if p, ok := c.files[f.Path]; ok && f.BlobSHA != "" && p.blob == f.BlobSHA && p.docs == docs {
 				next[f.Path] = p
 				return p.objs, p.errs
 			}
-			o, e := parseFile(f.Path, f.Data, docs)
+			o, e := c.Secrets.parseFile(f, docs)
 			if f.BlobSHA != "" {
 				next[f.Path] = parsedFile{blob: f.BlobSHA, docs: docs, objs: o, errs: e}
 			}
@@ -133,6 +148,7 @@ func (c *ParseCache) Parse(s *Snapshot, l Limits) ([]Object, []FileError) {
 
 // parsers turn a plain file, and a kustomization entry point, into objects.
 type parsers struct {
+	sec           Secrets
 	file          func(File, int) ([]Object, []FileError)
 	kustomization func(x *snapIndex, kfile, dir string, docs int) ([]Object, []FileError)
 }
@@ -145,7 +161,7 @@ type parsers struct {
 func parseLimited(s *Snapshot, l Limits, p parsers) ([]Object, []FileError) {
 	l = l.orDefault()
 	if p.file == nil {
-		p.file = func(f File, docs int) ([]Object, []FileError) { return parseFile(f.Path, f.Data, docs) }
+		p.file = p.sec.parseFile
 	}
 	if p.kustomization == nil {
 		p.kustomization = func(x *snapIndex, kfile, dir string, docs int) ([]Object, []FileError) {
@@ -186,7 +202,7 @@ func parseLimited(s *Snapshot, l Limits, p parsers) ([]Object, []FileError) {
 	for _, f := range accepted {
 		if dir, ok := kz.roots[f.Path]; ok {
 			if x == nil {
-				x = newSnapIndex(accepted)
+				x = newSnapIndex(accepted, p.sec)
 			}
 			o, e := p.kustomization(x, f.Path, dir, l.Documents)
 			objs = append(objs, o...)
