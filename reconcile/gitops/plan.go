@@ -240,6 +240,9 @@ func fileSkip(e source.FileError) Skip {
 	case errors.Is(e.Err, source.ErrKustomization):
 		s.Reason = ReasonKustomization
 		s.Message = "a Kustomization document outside a kustomization.yaml is not built; name the file kustomization.yaml"
+	case errors.Is(e.Err, source.ErrPlaintextSecret) && e.Doc > 0:
+		s.Reason = ReasonUnparseable
+		s.Message = "not applied: " + e.Err.Error()
 	case errors.Is(e.Err, source.ErrKustomizeRefused), errors.Is(e.Err, source.ErrKustomizeBuild):
 		s.Reason = ReasonKustomization
 		s.Message = "not applied, none of this kustomization is: " + e.Err.Error()

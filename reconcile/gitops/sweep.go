@@ -57,10 +57,13 @@ type Sweeper struct {
 	// The plan of the last revision read; only Sweep touches it, under sweepMu.
 	sweepMu sync.Mutex
 	parser  source.ParseCache // unchanged blobs are not parsed again
-	rev     string
-	files   int
-	items   []*item
-	skips   []Skip
+	// sopsSecret names the Secret of the SOPS age keys (sops.go), read with keys.
+	sopsSecret string
+	keys       client.Reader
+	rev        string
+	files      int
+	items      []*item
+	skips      []Skip
 
 	mu       sync.Mutex // guards records, inflight and last; watch events read them
 	records  map[key]*apply.Record
@@ -129,7 +132,9 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		applier:  &apply.Applier{Client: c, Manager: kinds.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*apply.Record{}, inflight: map[key]bool{},
+		sopsSecret: opts.SOPSAgeSecret, keys: c,
 	}
+	s.parser.Secrets.RequireEncrypted = opts.RequireEncryptedSecrets
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
 	}
@@ -258,6 +263,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 		since(&ph.Fetch)
 		if err != nil {
 			return Report{Revision: rev, Phases: ph}, fmt.Errorf("read snapshot %s: %w", rev, err)
+		}
+		if err := s.sopsKeys(ctx); err != nil {
+			return Report{Revision: rev, Phases: ph}, err
 		}
 		objs, errs := s.parser.Parse(snap, s.limits)
 		since(&ph.Parse)
