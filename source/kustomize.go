@@ -68,7 +68,7 @@ func findKustomizations(files []File) kustomizations {
 		if f.Data == nil || yaml.Unmarshal(f.Data, &kz) != nil {
 			continue // the build reports it
 		}
-		for _, r := range slices.Concat(kz.Resources, kz.Bases, kz.Components) {
+		for _, r := range slices.Concat(kz.Resources, kz.Bases, kz.Components) { //nolint:staticcheck // kustomize still reads the deprecated fields; so must the check
 			if t := path.Join(d, r); isDir(t) && t != d {
 				referenced[t] = true
 			}
@@ -375,7 +375,7 @@ func checkKustomization(file string, data []byte, x *snapIndex) error {
 	refuse := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrKustomizeRefused, file, fmt.Sprintf(format, a...))
 	}
-	for _, r := range slices.Concat(kz.Resources, kz.Bases, kz.Components) {
+	for _, r := range slices.Concat(kz.Resources, kz.Bases, kz.Components) { //nolint:staticcheck // kustomize still reads the deprecated fields; so must the check
 		if remote(r) {
 			return refuse("remote resource %q: remote bases are never fetched; vendor it into the repository", r)
 		}
@@ -392,12 +392,12 @@ func checkKustomization(file string, data []byte, x *snapIndex) error {
 	if p := kz.OpenAPI["path"]; p != "" {
 		files = append(files, p)
 	}
-	for _, p := range kz.PatchesStrategicMerge {
+	for _, p := range kz.PatchesStrategicMerge { //nolint:staticcheck // still read by kustomize
 		if !strings.Contains(string(p), "\n") {
 			files = append(files, string(p))
 		}
 	}
-	for _, p := range slices.Concat(kz.Patches, kz.PatchesJson6902) {
+	for _, p := range slices.Concat(kz.Patches, kz.PatchesJson6902) { //nolint:staticcheck // still read by kustomize
 		files = append(files, p.Path)
 	}
 	for _, r := range kz.Replacements {

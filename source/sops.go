@@ -134,7 +134,6 @@ func (s ageServer) Encrypt(context.Context, *keyservice.EncryptRequest) (*keyser
 	return nil, errors.New("the operator never encrypts")
 }
 
-
 // Secrets says how a parse treats SOPS documents and plaintext Secrets.
 type Secrets struct {
 	// Decryptor decrypts SOPS-encrypted files; nil: an encrypted file is a
