@@ -18,9 +18,9 @@ import (
 // Reasons a file or document is not turned into objects. Compare with
 // errors.Is on FileError.
 var (
-	// ErrKustomization marks a kustomize entry point; the sweep applies plain
-	// manifests only.
-	ErrKustomization = errors.New("kustomization file is not applied")
+	// ErrKustomization marks a Kustomization document in a file not named
+	// kustomization.yaml (or .yml): it is never built.
+	ErrKustomization = errors.New("a Kustomization document outside a kustomization.yaml is not built")
 	// ErrTypeless marks a document without apiVersion or kind.
 	ErrTypeless = errors.New("document has no apiVersion or kind")
 	// ErrMalformed marks a file that is not valid YAML; none of its documents
@@ -57,8 +57,12 @@ func (e FileError) Error() string {
 func (e FileError) Unwrap() error { return e.Err }
 
 // Parse decodes the manifests of s. Only .yaml and .yml files are read; each
-// may hold several documents. Empty documents are ignored. Kustomization
-// files, typeless documents and malformed files are reported as FileErrors,
+// may hold several documents. Empty documents are ignored. A directory
+// holding a kustomization.yaml is built with kustomize instead (see
+// findKustomizations and buildKustomization): its objects name the
+// kustomization file, and Doc is their place in the build's output. Builds
+// that fail or are refused, typeless documents and malformed files are
+// reported as FileErrors,
 // never dropped silently. A malformed file yields one FileError and no
 // objects (a half-read file is never applied), and never affects other files.
 // Objects are returned in file order, then document order.
@@ -71,13 +75,31 @@ func Parse(s *Snapshot) ([]Object, []FileError) { return ParseLimited(s, Default
 // TotalBytes, with more than Documents documents, not UTF-8, or with a
 // duplicate mapping key is one FileError naming it; the other files are
 // parsed as usual.
-func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) { return parseLimited(s, l, nil) }
+func ParseLimited(s *Snapshot, l Limits) ([]Object, []FileError) {
+	return parseLimited(s, l, parsers{})
+}
+
+// ParseSecrets is ParseLimited decrypting SOPS documents, and treating
+// plaintext Secrets, as sec says.
+func ParseSecrets(s *Snapshot, l Limits, sec Secrets) ([]Object, []FileError) {
+	return parseLimited(s, l, parsers{sec: sec})
+}
 
 // ParseCache keeps the parse of each file by path and blob id, so that a revision which
-// changed one file of a thousand parses one file. The zero value is ready; it holds the
-// files of the last snapshot parsed only. It is not safe for concurrent use.
+// changed one file of a thousand parses one file, and the build of each kustomization by
+// the state of every path the build looked at, so that a revision which changed one file
+// rebuilds only the kustomizations that read it. The zero value is ready; it holds the
+// files and builds of the last snapshot parsed only. It is not safe for concurrent use.
 type ParseCache struct {
-	files map[string]parsedFile
+	// Secrets is how SOPS documents are decrypted and plaintext Secrets
+	// treated; changing it drops the cache.
+	Secrets Secrets
+	last    Secrets
+
+	files  map[string]parsedFile
+	builds map[string]*kbuild // by kustomization file
+	// built counts the kustomize builds run, for tests.
+	built int
 }
 
 type parsedFile struct {
@@ -88,32 +110,67 @@ type parsedFile struct {
 }
 
 // Parse is ParseLimited reusing the objects of files whose blob id has not changed since
-// the last call. The objects it returns are shared with later calls: never modify them
-// (deep-copy first).
+// the last call, and of kustomizations none of whose inputs did. The objects it returns
+// are shared with later calls: never modify them (deep-copy first).
 func (c *ParseCache) Parse(s *Snapshot, l Limits) ([]Object, []FileError) {
+	if c.Secrets != c.last {
+		c.files, c.builds, c.last = nil, nil, c.Secrets
+	}
 	next := map[string]parsedFile{}
-	objs, errs := parseLimited(s, l, func(f File, docs int) ([]Object, []FileError) {
-		if p, ok := c.files[f.Path]; ok && f.BlobSHA != "" && p.blob == f.BlobSHA && p.docs == docs {
-			next[f.Path] = p
-			return p.objs, p.errs
-		}
-		o, e := parseFile(f.Path, f.Data, docs)
-		if f.BlobSHA != "" {
-			next[f.Path] = parsedFile{blob: f.BlobSHA, docs: docs, objs: o, errs: e}
-		}
-		return o, e
+	nextBuilds := map[string]*kbuild{}
+	objs, errs := parseLimited(s, l, parsers{
+		sec: c.Secrets,
+		file: func(f File, docs int) ([]Object, []FileError) {
+			if p, ok := c.files[f.Path]; ok && f.BlobSHA != "" && p.blob == f.BlobSHA && p.docs == docs {
+				next[f.Path] = p
+				return p.objs, p.errs
+			}
+			o, e := c.Secrets.parseFile(f, docs)
+			if f.BlobSHA != "" {
+				next[f.Path] = parsedFile{blob: f.BlobSHA, docs: docs, objs: o, errs: e}
+			}
+			return o, e
+		},
+		kustomization: func(x *snapIndex, kfile, dir string, docs int) ([]Object, []FileError) {
+			if b, ok := c.builds[kfile]; ok && b.valid(x) {
+				nextBuilds[kfile] = b
+				return b.objs, b.errs
+			}
+			c.built++
+			b := buildKustomization(x, kfile, dir, docs)
+			nextBuilds[kfile] = b
+			return b.objs, b.errs
+		},
 	})
-	c.files = next
+	c.files, c.builds = next, nextBuilds
 	return objs, errs
 }
 
-func parseLimited(s *Snapshot, l Limits, parse func(File, int) ([]Object, []FileError)) ([]Object, []FileError) {
+// parsers turn a plain file, and a kustomization entry point, into objects.
+type parsers struct {
+	sec           Secrets
+	file          func(File, int) ([]Object, []FileError)
+	kustomization func(x *snapIndex, kfile, dir string, docs int) ([]Object, []FileError)
+}
+
+// parseLimited applies the limits to every file, then parses each accepted
+// file that lies below no kustomization directory and builds each
+// kustomization entry point (see findKustomizations) where its
+// kustomization file comes in path order. Files below a kustomization
+// directory are read only by builds, never also as plain manifests.
+func parseLimited(s *Snapshot, l Limits, p parsers) ([]Object, []FileError) {
 	l = l.orDefault()
-	if parse == nil {
-		parse = func(f File, docs int) ([]Object, []FileError) { return parseFile(f.Path, f.Data, docs) }
+	if p.file == nil {
+		p.file = p.sec.parseFile
 	}
-	var objs []Object
+	if p.kustomization == nil {
+		p.kustomization = func(x *snapIndex, kfile, dir string, docs int) ([]Object, []FileError) {
+			b := buildKustomization(x, kfile, dir, docs)
+			return b.objs, b.errs
+		}
+	}
 	var errs []FileError
+	var accepted []File
 	files, total := 0, int64(0)
 	for _, f := range s.Files {
 		if !IsManifest(f.Path) {
@@ -137,11 +194,25 @@ func parseLimited(s *Snapshot, l Limits, parse func(File, int) ([]Object, []File
 				ErrSnapshotTooLarge, total-size, l.TotalBytes)})
 			continue
 		}
-		if isKustomization(f.Path) {
-			errs = append(errs, FileError{File: f.Path, Err: ErrKustomization})
+		accepted = append(accepted, f)
+	}
+	kz := findKustomizations(accepted)
+	var x *snapIndex
+	var objs []Object
+	for _, f := range accepted {
+		if dir, ok := kz.roots[f.Path]; ok {
+			if x == nil {
+				x = newSnapIndex(accepted, p.sec)
+			}
+			o, e := p.kustomization(x, f.Path, dir, l.Documents)
+			objs = append(objs, o...)
+			errs = append(errs, e...)
 			continue
 		}
-		o, e := parse(f, l.Documents)
+		if kz.owner(f.Path, "") != "" {
+			continue // read by the build of its kustomization
+		}
+		o, e := p.file(f, l.Documents)
 		objs = append(objs, o...)
 		errs = append(errs, e...)
 	}

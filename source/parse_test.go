@@ -58,13 +58,15 @@ spec:
 			},
 			want: []obj{{"b.yml", 1, "Namespace", "", "b"}},
 		},
-		"kustomization skipped with a reason": {
-			reason: "kustomize entry points are named, by file name or by kind",
+		"kustomization built, a Kustomization document elsewhere named": {
+			reason: "a kustomization.yaml directory is built, its files not read again; a Kustomization kind in another file is named",
 			files: map[string]string{
-				"kustomization.yaml": "resources: [a.yaml]\n",
-				"k.yaml":             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+				"app/kustomization.yaml": "resources: [a.yaml]\nnamespace: ns\n",
+				"app/a.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+				"k.yaml":                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
 			},
-			errs: []ferr{{"k.yaml", 1, ErrKustomization}, {"kustomization.yaml", 0, ErrKustomization}},
+			want: []obj{{"app/kustomization.yaml", 1, "ConfigMap", "ns", "a"}},
+			errs: []ferr{{"k.yaml", 1, ErrKustomization}},
 		},
 		"typeless document skipped, the rest of the file kept": {
 			reason: "a document without apiVersion or kind is reported and its siblings applied",
@@ -166,7 +168,7 @@ func TestFileErrorMessage(t *testing.T) {
 		err  FileError
 		want string
 	}{
-		"whole file": {FileError{File: "crs/k.yaml", Err: ErrKustomization}, "crs/k.yaml: kustomization file is not applied"},
+		"whole file": {FileError{File: "crs/k.yaml", Err: ErrKustomization}, "crs/k.yaml: a Kustomization document outside a kustomization.yaml is not built"},
 		"document":   {FileError{File: "crs/a.yaml", Doc: 2, Err: ErrTypeless}, "crs/a.yaml (document 2): document has no apiVersion or kind"},
 	}
 	for name, tc := range cases {

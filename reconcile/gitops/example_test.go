@@ -19,7 +19,9 @@ func ExampleScope_Plan() {
 		{Path: "crs/ns.yaml", Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: hanzo}\n")},
 		{Path: "crs/web.yaml", Data: []byte("apiVersion: hanzo.ai/v1\nkind: App\nmetadata: {name: web, namespace: hanzo}\n" +
 			"---\napiVersion: hanzo.ai/v1\nkind: App\nmetadata: {name: zen, namespace: zen}\n")},
-		{Path: "crs/kustomization.yaml", Data: []byte("resources: []\n")},
+		{Path: "crs/app/kustomization.yaml", Data: []byte("namespace: hanzo\nresources: [conf.yaml]\n")},
+		{Path: "crs/app/conf.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\n")},
+		{Path: "crs/remote/kustomization.yaml", Data: []byte("resources: [https://example.com/base.yaml]\n")},
 	}}
 	plan := scope.Plan(source.Parse(snap))
 	for _, a := range plan.Applies {
@@ -31,6 +33,7 @@ func ExampleScope_Plan() {
 	// Output:
 	// apply crs/ns.yaml Namespace hanzo
 	// apply crs/web.yaml App web
-	// skip  Kustomization crs/kustomization.yaml: kustomization files are not applied; the sweep applies plain manifests
+	// apply crs/app/kustomization.yaml ConfigMap conf
+	// skip  Kustomization crs/remote/kustomization.yaml: not applied, none of this kustomization is: kustomization refused: crs/remote/kustomization.yaml: remote resource "https://example.com/base.yaml": remote bases are never fetched; vendor it into the repository
 	// skip  NamespaceNotOwned crs/web.yaml (document 2): App zen/zen: namespace zen is not owned (owned: hanzo); add it to --gitops-namespaces (GITOPS_NAMESPACES)
 }

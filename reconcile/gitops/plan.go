@@ -36,7 +36,8 @@ type Reason string
 const (
 	// Unparseable: the file is not valid YAML; none of it is applied.
 	ReasonUnparseable Reason = "Unparseable"
-	// Kustomization: a kustomize entry point, never applied.
+	// Kustomization: a kustomization that was refused or failed to build, or
+	// a Kustomization document outside a kustomization.yaml (never built).
 	ReasonKustomization Reason = "Kustomization"
 	// Typeless: a document without apiVersion or kind.
 	ReasonTypeless Reason = "Typeless"
@@ -239,7 +240,13 @@ func fileSkip(e source.FileError) Skip {
 	switch {
 	case errors.Is(e.Err, source.ErrKustomization):
 		s.Reason = ReasonKustomization
-		s.Message = "kustomization files are not applied; the sweep applies plain manifests"
+		s.Message = "a Kustomization document outside a kustomization.yaml is not built; name the file kustomization.yaml"
+	case errors.Is(e.Err, source.ErrPlaintextSecret) && e.Doc > 0:
+		s.Reason = ReasonUnparseable
+		s.Message = "not applied: " + e.Err.Error()
+	case errors.Is(e.Err, source.ErrKustomizeRefused), errors.Is(e.Err, source.ErrKustomizeBuild):
+		s.Reason = ReasonKustomization
+		s.Message = "not applied, none of this kustomization is: " + e.Err.Error()
 	case errors.Is(e.Err, source.ErrTypeless):
 		s.Reason = ReasonTypeless
 		s.Message = "document has no apiVersion or kind"

@@ -256,13 +256,13 @@ func TestPlanDoesNotModifyObjects(t *testing.T) {
 func TestPlanFromParse(t *testing.T) {
 	snap := &source.Snapshot{Revision: "r", Files: []source.File{
 		{Path: "crs/a.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n---\nfoo: bar\n")},
-		{Path: "crs/kustomization.yaml", Data: []byte("resources: []\n")},
+		{Path: "crs/k/kustomization.yaml", Data: []byte("resources: [https://example.com/x.yaml]\n")},
 	}}
 	p := mustScope(t, []string{"x"}, nil).Plan(source.Parse(snap))
 	if diff := cmp.Diff([]string{"crs/a.yaml: ConfigMap x/a"}, applied(p)); diff != "" {
 		t.Errorf("applies (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]skip{{"crs/a.yaml", "", ReasonTypeless}, {"crs/kustomization.yaml", "", ReasonKustomization}}, skipped(p)); diff != "" {
+	if diff := cmp.Diff([]skip{{"crs/a.yaml", "", ReasonTypeless}, {"crs/k/kustomization.yaml", "", ReasonKustomization}}, skipped(p)); diff != "" {
 		t.Errorf("skips (-want +got):\n%s", diff)
 	}
 }

@@ -307,6 +307,11 @@ type Options struct {
 	// State names the inventory and suspend ConfigMaps (see State); an empty Namespace
 	// keeps neither: no orphan report, no suspend, every object applied at a cold start.
 	State State
+	// SOPSAgeSecret names the Secret of the age keys that decrypt SOPS files
+	// (NAME in the operator's namespace, or NAMESPACE/NAME); empty: none.
+	SOPSAgeSecret string
+	// RequireEncryptedSecrets refuses a Secret not encrypted with SOPS.
+	RequireEncryptedSecrets bool
 }
 
 // Resync bounds.
@@ -352,6 +357,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServiceAccount, "gitops-service-account", o.ServiceAccount,
 		"Apply every namespaced object from git as this ServiceAccount of the object's namespace (impersonated), so a tenant gets only what its namespace's RBAC grants it; empty applies as the operator.")
 	o.Limits.BindFlags(fs)
+	o.bindSOPSFlags(fs)
 }
 
 // BindScopeFlags registers the flags of the scope alone (operator up uses

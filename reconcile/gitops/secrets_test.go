@@ -85,7 +85,7 @@ func TestSweepNeverRevealsSecrets(t *testing.T) {
 	writeFile(t, filepath.Join(fixture, "crs/web.yaml"), manifest)
 	writeFile(t, filepath.Join(fixture, "crs/zen.yaml"), strings.ReplaceAll(manifest, "hanzo", "zen"))
 	writeFile(t, filepath.Join(fixture, "crs/broken.yaml"), "kind: [\n")
-	writeFile(t, filepath.Join(fixture, "crs/kustomization.yaml"), "resources: []\n")
+	writeFile(t, filepath.Join(fixture, "crs/k/kustomization.yaml"), "resources: [https://example.com/x.yaml]\n")
 	if err := srv.InitRepo(fixture, "main", "universe.git"); err != nil {
 		t.Fatal(err)
 	}

@@ -63,10 +63,13 @@ type Sweeper struct {
 	// The plan of the last revision read; only Sweep touches it, under sweepMu.
 	sweepMu sync.Mutex
 	parser  source.ParseCache // unchanged blobs are not parsed again
-	rev     string
-	files   int
-	items   []*item
-	skips   []Skip
+	// sopsSecret names the Secret of the SOPS age keys (sops.go), read with keys.
+	sopsSecret string
+	keys       client.Reader
+	rev        string
+	files      int
+	items      []*item
+	skips      []Skip
 
 	// The git path's own state (see State): the inventory as last read or written, and
 	// the suspended paths from their watch; nil when State.Namespace is empty.
@@ -144,6 +147,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		applier:  &apply.Applier{Client: c, Manager: kinds.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*apply.Record{}, inflight: map[key]bool{}, state: opts.State,
+		sopsSecret: opts.SOPSAgeSecret, keys: c,
 	}
 	if opts.State.Namespace != "" {
 		cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
@@ -152,6 +156,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		}
 		s.suspend = newSuspendWatch(cs, opts.State, func() { s.trig.Fire() })
 	}
+	s.parser.Secrets.RequireEncrypted = opts.RequireEncryptedSecrets
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
 	}
@@ -291,6 +296,9 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 			return Report{Revision: rev, Phases: ph}, fmt.Errorf("read snapshot %s: %w", rev, err)
 		}
 		snap, specs := SplitPathFiles(snap)
+		if err := s.sopsKeys(ctx); err != nil {
+			return Report{Revision: rev, Phases: ph}, err
+		}
 		objs, errs := s.parser.Parse(snap, s.limits)
 		since(&ph.Parse)
 		s.load(snap, objs, errs, specs)
