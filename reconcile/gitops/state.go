@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -237,7 +238,24 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 			keepFn[k] = true
 		}
 	}
-	next, newly := NextInventory(*s.inv, rev, declared, keepFn, files, gone)
+	// An object created this sweep may be recorded without its uid (the watch had not
+	// delivered it yet); an orphan's uid is filled from its watch on a later sweep, else
+	// `orphans --delete` could never delete it.
+	prev, cloned := *s.inv, false
+	for k, e := range s.inv.Entries {
+		wk, ok := where[k]
+		if e.UID != "" || !ok {
+			continue
+		}
+		if live, watched := s.tracker.live(wk, e.Namespace, e.Name); watched && live != nil {
+			if !cloned {
+				prev.Entries, cloned = maps.Clone(s.inv.Entries), true
+			}
+			e.UID = string(live.GetUID())
+			prev.Entries[k] = e
+		}
+	}
+	next, newly := NextInventory(prev, rev, declared, keepFn, files, gone)
 	err := s.saveInventory(ctx, next)
 	if err != nil {
 		s.invText = "" // retried next sweep
