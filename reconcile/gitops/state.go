@@ -238,9 +238,18 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 			keepFn[k] = true
 		}
 	}
-	// An object created this sweep may be recorded without its uid (the watch had not
-	// delivered it yet); an orphan's uid is filled from its watch on a later sweep, else
-	// `orphans --delete` could never delete it.
+	next, newly := NextInventory(s.withLiveUIDs(where), rev, declared, keepFn, files, gone)
+	err := s.saveInventory(ctx, next)
+	if err != nil {
+		s.invText = "" // retried next sweep
+	}
+	return s.inv.Orphans(), newly, err
+}
+
+// withLiveUIDs is the inventory with each entry that has no uid given the one its watch
+// sees: an object created this sweep may be recorded before the watch delivered it, and
+// an orphan without a uid could never be deleted by `orphans --delete`.
+func (s *Sweeper) withLiveUIDs(where map[key]watchKey) Inventory {
 	prev, cloned := *s.inv, false
 	for k, e := range s.inv.Entries {
 		wk, ok := where[k]
@@ -255,10 +264,5 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 			prev.Entries[k] = e
 		}
 	}
-	next, newly := NextInventory(prev, rev, declared, keepFn, files, gone)
-	err := s.saveInventory(ctx, next)
-	if err != nil {
-		s.invText = "" // retried next sweep
-	}
-	return s.inv.Orphans(), newly, err
+	return prev
 }
