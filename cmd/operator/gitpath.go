@@ -177,7 +177,14 @@ func orphans(ctx context.Context, c client.Client, st gitops.State, in io.Reader
 	if !del {
 		return nil
 	}
-	cands, _ := gitops.DeletionCandidates(inv)
+	cands, kept := gitops.DeletionCandidates(inv)
+	for _, o := range kept {
+		why := "adopted by the git sweep, not created by it"
+		if o.Created {
+			why = "the sweep has not recorded its uid yet (run again after the next sweep)"
+		}
+		fmt.Fprintf(out, "%s KEPT: %s\n", o.Object, why)
+	}
 	var todo []*unstructured.Unstructured
 	for _, o := range cands {
 		u, why := deletable(ctx, c, o)

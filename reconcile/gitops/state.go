@@ -3,6 +3,7 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -237,10 +238,31 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 			keepFn[k] = true
 		}
 	}
-	next, newly := NextInventory(*s.inv, rev, declared, keepFn, files, gone)
+	next, newly := NextInventory(s.withLiveUIDs(where), rev, declared, keepFn, files, gone)
 	err := s.saveInventory(ctx, next)
 	if err != nil {
 		s.invText = "" // retried next sweep
 	}
 	return s.inv.Orphans(), newly, err
+}
+
+// withLiveUIDs is the inventory with each entry that has no uid given the one its watch
+// sees: an object created this sweep may be recorded before the watch delivered it, and
+// an orphan without a uid could never be deleted by `orphans --delete`.
+func (s *Sweeper) withLiveUIDs(where map[key]watchKey) Inventory {
+	prev, cloned := *s.inv, false
+	for k, e := range s.inv.Entries {
+		wk, ok := where[k]
+		if e.UID != "" || !ok {
+			continue
+		}
+		if live, watched := s.tracker.live(wk, e.Namespace, e.Name); watched && live != nil {
+			if !cloned {
+				prev.Entries, cloned = maps.Clone(s.inv.Entries), true
+			}
+			e.UID = string(live.GetUID())
+			prev.Entries[k] = e
+		}
+	}
+	return prev
 }
