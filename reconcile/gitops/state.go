@@ -171,6 +171,7 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		return nil, nil, nil
 	}
 	declared := make([]Declared, 0, len(s.items))
+	created := map[int]watchKey{} // declared objects this sweep created, not yet watched
 	s.mu.Lock()
 	for i, it := range s.items {
 		if it.refused != nil || i >= len(results) {
@@ -188,9 +189,13 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 				}
 			}
 		}
+		if d.UID == "" && d.Action == apply.Created && it.mapping != nil {
+			created[len(declared)] = s.watchKey(it)
+		}
 		declared = append(declared, d)
 	}
 	s.mu.Unlock()
+	s.awaitCreatedUIDs(ctx, declared, created)
 	keep := map[string]bool{}
 	files := map[string]bool{}
 	for _, sk := range skips {
@@ -244,6 +249,26 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		s.invText = "" // retried next sweep
 	}
 	return s.inv.Orphans(), newly, err
+}
+
+// awaitCreatedUIDs gives each object this sweep created the uid its watch delivers, waiting
+// for the watch (the local cache, no request) at most syncWait: recorded without it, the next
+// idle sweep would fill it in and write the inventory once more, and an orphan without a uid
+// is never deleted by `orphans --delete`.
+func (s *Sweeper) awaitCreatedUIDs(ctx context.Context, declared []Declared, pending map[int]watchKey) {
+	deadline := s.now().Add(s.syncWait)
+	for len(pending) > 0 && ctx.Err() == nil {
+		for i, wk := range pending {
+			if live, ok := s.tracker.live(wk, declared[i].Ref.Namespace, declared[i].Ref.Name); ok && live != nil {
+				declared[i].UID = string(live.GetUID())
+				delete(pending, i)
+			}
+		}
+		if len(pending) == 0 || !s.now().Before(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // withLiveUIDs is the inventory with each entry that has no uid given the one its watch
