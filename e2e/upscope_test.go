@@ -71,8 +71,11 @@ func TestUpRefusesWhatGitMayNotWrite(t *testing.T) {
 		t.Errorf("the good ConfigMap: %v", err)
 	}
 	// Measured 255 MiB (most of it the CRD install and clients: the file is never read);
-	// reading it whole cost 380 MiB before. The bound is well under the Deployment's 512 MiB.
-	if rss > 320<<10 {
+	// reading it whole cost 380 MiB before. SOPS (session 7) links the AWS, GCP, Azure and
+	// Vault key services into the binary (+55 MB) and measured 317–330 MiB here; a file read
+	// whole adds 60 MB and more on top, so the bound still catches it, well under the
+	// Deployment's 512 MiB.
+	if rss > 384<<10 {
 		t.Errorf("peak RSS %d MiB with a refused 60 MB file", rss>>10)
 	}
 }
