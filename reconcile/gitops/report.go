@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -279,8 +280,9 @@ func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Public is the report as GET /gitops serves it: no object content and no
 // error text that can carry data. A failure the apiserver reported is its
-// status code, reason and the field paths of its causes (the values an
-// admission webhook or validation may echo are left out); a file that does
+// status code, reason, the field paths of its causes and its message with
+// every quoted value masked (the values an admission webhook or validation
+// may echo are left out), truncated; a file that does
 // not parse is the parser's line, not its message (which can quote a key or
 // value); a file refused by a limit or its encoding keeps the operator's own
 // wording (it quotes nothing from the file). A failed or denied object's
@@ -318,8 +320,11 @@ func lineOf(msg string) string {
 	return ""
 }
 
-// publicError renders an apiserver error as its code, reason and cause
-// fields; any other error (the sweep's own wording) as msg.
+// publicError renders an apiserver error as its code, reason, the field
+// paths of its causes and its message with every quoted value masked (a
+// validation or an admission webhook may echo what it refused, a Secret's
+// value included; a field name after "field" is kept), truncated to
+// publicMessageMax bytes; any other error (the sweep's own wording) as msg.
 func publicError(err error, msg string) string {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
@@ -338,7 +343,38 @@ func publicError(err error, msg string) string {
 			out += ": " + strings.Join(fields, ", ")
 		}
 	}
-	return out + " (the operator log has the message)"
+	if m := maskQuoted(s.Message); m != "" {
+		out += ": " + truncateBytes(m, publicMessageMax)
+	}
+	return out
+}
+
+// publicMessageMax bounds the apiserver's message in a public report.
+const publicMessageMax = 512
+
+var quotedRE = regexp.MustCompile(`(field |fields )?"(?:[^"\\]|\\.)*"`)
+
+// maskQuoted replaces every double-quoted value in msg by "***", keeping a
+// quoted field name ("unknown field \"spec.foo\"").
+func maskQuoted(msg string) string {
+	return quotedRE.ReplaceAllStringFunc(msg, func(q string) string {
+		if strings.HasPrefix(q, "field ") || strings.HasPrefix(q, "fields ") {
+			return q
+		}
+		return `"***"`
+	})
+}
+
+// truncateBytes cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // knownManagers are the field managers named in the drift metric; any other
