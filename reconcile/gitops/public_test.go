@@ -19,8 +19,9 @@ import (
 )
 
 // TestGitOpsEndpointCarriesNoData: GET /gitops serves the apiserver's code,
-// reason and cause fields of a failure, never its message (which can echo a
-// value), and a parser's line, never its message (which can quote a key).
+// reason and cause fields of a failure and its message with quoted values
+// masked, never an admission webhook's words (which can echo a value), and a
+// parser's line, never its message (which can quote a key).
 func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 	const leak = "s3cr3t-value-9d1e"
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "db", field.ErrorList{
@@ -52,7 +53,7 @@ func TestGitOpsEndpointCarriesNoData(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"422 Invalid: data.password (FieldValueInvalid)", "400 BadRequest", "no API serves x"} {
+	for i, want := range []string{"422 Invalid: data.password (FieldValueInvalid): Secret \"***\" is invalid: data.password: Invalid value: \"***\": must be base64", "400 BadRequest", "no API serves x"} {
 		if !strings.Contains(got.Results[i].Message, want) {
 			t.Errorf("result %d: %q, want it to say %q", i, got.Results[i].Message, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -37,6 +38,13 @@ func TestPublicError(t *testing.T) {
 			err:       apierrors.NewBadRequest(`.spec.replcas: field not declared in schema; strict decoding error: unknown field "spec.replcas"`),
 			want:      []string{"400 BadRequest", `unknown field "spec.replcas"`, ".spec.replcas: field not declared"},
 			notWanted: []string{"operator log has the message"},
+		},
+		{
+			name: "an admission webhook's free text left out",
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400, Reason: metav1.StatusReasonBadRequest,
+				Message: `admission webhook "x" denied the request: value leaked-9 is not allowed`}},
+			want:      []string{"400 BadRequest", "denied by admission"},
+			notWanted: []string{"leaked-9"},
 		},
 		{
 			name: "long message truncated on a rune",

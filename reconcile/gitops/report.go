@@ -343,11 +343,20 @@ func publicError(err error, msg string) string {
 			out += ": " + strings.Join(fields, ", ")
 		}
 	}
+	if admissionRE.MatchString(s.Message) {
+		// an admission webhook's or policy's words are its own free text:
+		// nothing says which part of it echoes the object
+		return out + " (denied by admission; the operator log has its message)"
+	}
 	if m := maskQuoted(s.Message); m != "" {
 		out += ": " + truncateBytes(m, publicMessageMax)
 	}
 	return out
 }
+
+// admissionRE matches the apiserver's wording for a refusal by an admission
+// webhook or a ValidatingAdmissionPolicy.
+var admissionRE = regexp.MustCompile(`admission webhook|denied (the )?request`)
 
 // publicMessageMax bounds the apiserver's message in a public report.
 const publicMessageMax = 512
