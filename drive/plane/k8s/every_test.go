@@ -1,7 +1,9 @@
 package k8s_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -9,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,6 +51,13 @@ func exerciseEveryOp(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"}, Spec: *tmpl.Spec.DeepCopy()},
 	}
 	objs[len(objs)-1].(*corev1.Pod).Spec.NodeName = testbed.NodeName
+	// a bare Pod is admitted only once kube-controller-manager has made the
+	// namespace's default ServiceAccount (a fresh namespace can lack it)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return env.tc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}) == nil, nil
+	}); err != nil {
+		t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
+	}
 	for _, o := range objs {
 		if err := env.tc.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
