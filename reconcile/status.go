@@ -27,7 +27,7 @@ import (
 // (kinds.WarningReasons) among them. Others (an upgrade's, a user tool's) are left to their
 // own field managers.
 var ownedConditions = append([]string{drive.ConditionReady, drive.ConditionReconciling, drive.ConditionStalled,
-	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed,
+	ConditionUpgradePolicyIgnored, ConditionUpgradeRefused, ConditionUpgradeFailed, ConditionUpgradeLatched,
 	ConditionImmutableFieldsKept, ConditionLeftoverChildren, ConditionFieldsNotMaterialized}, kinds.WarningReasons...)
 
 // readStatus extracts the shared status fields of any Kind.

@@ -42,6 +42,10 @@ const (
 	// ConditionUpgradeFailed: the last upgrade failed and production runs lastGoodImage, not
 	// spec.image, until spec.image changes.
 	ConditionUpgradeFailed = "UpgradeFailed"
+	// ConditionUpgradeLatched: the machine is off (--upgrade-fsm, or the CR's own gate) but
+	// the CR's last upgrade failed and its spec has not changed since, so production stays on
+	// lastGoodImage instead of being released onto the failed image (upgrade.HoldWhenOff).
+	ConditionUpgradeLatched = "UpgradeLatched"
 )
 
 // upgradeRequeue is how soon a CR with an upgrade in flight is looked at again: pre-flight pods
@@ -136,7 +140,7 @@ var errCacheBehind = errors.New("the cache is behind the CR")
 // for a CR that is not Service-shaped or has no Deployment.
 //
 //nolint:funlen,gocyclo // one branch per observation the machine needs; the decision is upgrade.Plan's
-func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desired []*unstructured.Unstructured) (*upgradeStep, error) {
+func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desired []*unstructured.Unstructured, previous []metav1.Condition) (*upgradeStep, error) {
 	if r.Upgrades == nil || r.Entry.ServiceSpec == nil {
 		return nil, nil
 	}
@@ -166,8 +170,19 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 	}
 	step := &upgradeStep{state: prev}
 	if !u.Enabled || !asks {
-		// The gate is closed: spec.image is applied directly, and an upgrade left in flight
-		// (the gate closed mid-way) is dropped with its pre-flight resources.
+		// The gate is closed: a CR latched Failed stays on lastGood until its spec changes
+		// (turning the machine off must not release a known-bad image); otherwise spec.image
+		// is applied directly, and an upgrade left in flight (the gate closed mid-way) is
+		// dropped with its pre-flight resources.
+		if hold := upgrade.HoldWhenOff(upgrade.Latch{Desired: upgrade.DeploymentImage(dep), LastGood: prev.LastGoodImage,
+			Upgrade: prev.Upgrade, Generation: cr.GetGeneration(), LatchedGeneration: latchedGeneration(previous)}); hold != nil {
+			if step.desired, err = r.buildAt(cr, hold.Image); err != nil {
+				return nil, err
+			}
+			step.condition = &metav1.Condition{Type: ConditionUpgradeLatched, Status: metav1.ConditionTrue, Reason: upgrade.ReasonLatchedMachineOff,
+				Message: hold.Message}
+			return step, nil
+		}
 		if prev.Upgrade != nil {
 			if err := r.sweepPreflight(ctx, cr, ""); err != nil {
 				return nil, err
@@ -314,7 +329,7 @@ func (r *KindReconciler) upgrade(ctx context.Context, s *scope) error {
 	if s.halted {
 		return nil
 	}
-	up, err := r.upgradeStep(ctx, s.cr, s.desired)
+	up, err := r.upgradeStep(ctx, s.cr, s.desired, s.previous.Conditions)
 	if err != nil {
 		return err
 	}
@@ -503,6 +518,18 @@ func deletePreflight(ctx context.Context, c client.Client, o *unstructured.Unstr
 	return nil
 }
 
+// latchedGeneration is the generation the machine last saw a Failed latch at: the
+// observedGeneration of the UpgradeFailed condition (the machine on) or of UpgradeLatched (off
+// since); 0 when neither is there.
+func latchedGeneration(conds []metav1.Condition) int64 {
+	for _, t := range []string{ConditionUpgradeLatched, ConditionUpgradeFailed} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionTrue {
+			return c.ObservedGeneration
+		}
+	}
+	return 0
+}
+
 func sameJSON(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
@@ -514,7 +541,8 @@ func sameJSON(a, b any) bool {
 // previous when the status did not flip, sorted by type as Summarize sorts them.
 func withCondition(conds, previous []metav1.Condition, c *metav1.Condition, gen int64, now metav1.Time) []metav1.Condition {
 	out := slices.DeleteFunc(slices.Clone(conds), func(x metav1.Condition) bool {
-		return x.Type == ConditionUpgradePolicyIgnored || x.Type == ConditionUpgradeRefused || x.Type == ConditionUpgradeFailed
+		return x.Type == ConditionUpgradePolicyIgnored || x.Type == ConditionUpgradeRefused || x.Type == ConditionUpgradeFailed ||
+			x.Type == ConditionUpgradeLatched
 	})
 	if c != nil {
 		c.ObservedGeneration, c.LastTransitionTime = gen, now

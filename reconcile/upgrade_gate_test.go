@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +92,89 @@ func TestUpgradeGate(t *testing.T) {
 			return !ignored, msg
 		})
 	})
+}
+
+// TestUpgradeLatchSurvivesGateOff, on a real apiserver: a CR latched Failed by the machine
+// (its spec names v2, which failed; lastGood v1) stays on v1 when the operator restarts
+// without --upgrade-fsm, saying UpgradeLatched, and is released onto spec.image only when
+// the spec changes. The latch is seeded through the status subresource as the machine's own
+// field manager (no pods run here), then the machine itself holds it before the switch.
+func TestUpgradeLatchSurvivesGateOff(t *testing.T) {
+	cfg := testbed.APIServer(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, cfg, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: upNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	const good, bad, next = "ghcr.io/example/latch:v1", "ghcr.io/example/latch:v2", "ghcr.io/example/latch:v3"
+	cr := upgradeCR("latch", bad, map[string]any{"enabled": true}, nil)
+	for _, r := range (&apply.Applier{Client: c, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{cr}) {
+		if r.Err != nil {
+			t.Fatalf("apply %s: %v", r.Object, r.Err)
+		}
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvkService)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: "latch"}, live); err != nil {
+		t.Fatal(err)
+	}
+	// Written as the machine writes it (server-side apply, the status field manager), so
+	// the operator's later writes own these fields and can drop them.
+	seed := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(),
+		"metadata": map[string]any{"name": "latch", "namespace": upNS},
+		"status": map[string]any{
+			"lastGoodImage": good,
+			"upgrade":       map[string]any{"targetImage": bad, "phase": "Failed", "message": "the candidate is crash-looping"},
+		},
+	}}
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(seed), client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership); err != nil {
+		t.Fatalf("seed the Failed latch: %v", err)
+	}
+	images := watchImages(ctx, c, "latch")
+	state := func() (upView, string) {
+		v, err := view(ctx, c, "latch")
+		if err != nil {
+			return v, err.Error()
+		}
+		return v, fmt.Sprintf("%s conditions=%v", v, v.conditions)
+	}
+
+	_, stop := runKinds(t, cfg, reconcile.WithUpgrades(true))
+	poll(ctx, t, "machine on: the latch holds v1", func() (bool, string) {
+		v, msg := state()
+		return v.deployImage == good && v.phase == "Failed" && v.conditions[reconcile.ConditionUpgradeFailed] == "True/UpgradeFailed", msg
+	})
+	stop()
+
+	logs := startKinds(t, cfg) // --upgrade-fsm off
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("operator log (machine off):\n%s", logs.String())
+		}
+	})
+	poll(ctx, t, "machine off: still v1, UpgradeLatched", func() (bool, string) {
+		v, msg := state()
+		_, failed := v.conditions[reconcile.ConditionUpgradeFailed]
+		return v.deployImage == good && v.phase == "Failed" && !failed &&
+			v.conditions[reconcile.ConditionUpgradeLatched] == "True/"+upgrade.ReasonLatchedMachineOff, msg
+	})
+	if v, _ := view(ctx, c, "latch"); v.conditions[reconcile.ConditionUpgradePolicyIgnored] != "" {
+		t.Errorf("a held latch also says UpgradePolicyIgnored: %v", v.conditions)
+	}
+	setImage(ctx, t, c, cr, next)
+	poll(ctx, t, "spec changed: released onto v3", func() (bool, string) {
+		v, msg := state()
+		_, latched := v.conditions[reconcile.ConditionUpgradeLatched]
+		return v.deployImage == next && v.phase == "" && !latched &&
+			v.conditions[reconcile.ConditionUpgradePolicyIgnored] == "True/UpgradeFSMDisabled", msg
+	})
+	if seen := images(); slices.Contains(seen, bad) {
+		t.Errorf("the Deployment ran %v: the failed image %s reached production", seen, bad)
+	}
 }

@@ -121,7 +121,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json (the default, and install's) or console (lines for people: make demo, the CLI commands).")
 	fs.StringVar(&o.ConfigFile, "config", "", "YAML file of settings, keyed by these flags' names (git-url: …); an unknown key is an error. Flags, then OPERATOR_* and the Rust operator's variables, beat it.")
 	fs.BoolVar(&o.GitOpsReportAuthz, "gitops-report-authz", false, "Serve GET /gitops only to callers the apiserver authenticates and authorizes (TokenReview and SubjectAccessReview: grant get on the non-resource URL /gitops); install turns it on.")
-	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored.")
+	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored, and CRs latched Failed stay on their last good image until their spec changes (UpgradeLatched).")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
 	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
