@@ -402,3 +402,42 @@ func TestNonRoutableRefused(t *testing.T) {
 		t.Errorf("list on a loopback apiserver = %v, want ErrNonRoutable", err)
 	}
 }
+
+// TestReadingSharesClients: Fleets made by Reading, each over its own readers, reach a
+// registered cluster through one set of clients (built by whichever reached it first) and
+// the scheme and AllowNonRoutable of the Fleet they read; a Forget through one drops them
+// for all; a Fleet of its own builds its own.
+func TestReadingSharesClients(t *testing.T) {
+	h := home(t)
+	b := clusterB(t)
+	register(t, h, "b-shared", acme, b.Host, nil, selfContained(t, b, ""))
+	root := &fleet.Fleet{Scheme: scheme(t), AllowNonRoutable: true}
+	one := root.Reading(fleet.Registry{Reader: h}, fleet.SecretStore{Reader: h, Namespace: operatorNS})
+	two := root.Reading(fleet.Registry{Reader: h}, fleet.SecretStore{Reader: h, Namespace: operatorNS})
+	if !two.AllowNonRoutable || two.Scheme != root.Scheme {
+		t.Fatalf("Reading: AllowNonRoutable %t, scheme %p: want the root's (true, %p)", two.AllowNonRoutable, two.Scheme, root.Scheme)
+	}
+	typed := func(f *fleet.Fleet) any {
+		t.Helper()
+		bound, err := f.Reach(as(t, acme), "b-shared")
+		if err != nil {
+			t.Fatalf("Reach: %v", err)
+		}
+		whole, err := bound.WholeCluster()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return whole.Typed
+	}
+	first := typed(one)
+	if typed(two) != first {
+		t.Error("two Fleets of one Reading root built two sets of clients for one cluster")
+	}
+	if typed(newFleet(t, h)) == first {
+		t.Error("a Fleet of its own shares the root's clients")
+	}
+	two.Forget(acme, "b-shared")
+	if typed(one) == first {
+		t.Error("a Forget through one Fleet left the clients for the other")
+	}
+}

@@ -25,8 +25,32 @@ type Fleet struct {
 	// Tests only: the testbed's apiservers listen on loopback.
 	AllowNonRoutable bool
 
-	mu    sync.Mutex
-	cache map[cacheKey]*cached
+	mu     sync.Mutex
+	shared *clientCache // nil until first use; shared with the Fleets Reading returns
+}
+
+// clientCache holds the clients of the clusters reached, per org and name.
+type clientCache struct {
+	mu sync.Mutex
+	m  map[cacheKey]*cached
+}
+
+// Reading returns a Fleet that reads the registrations from reg and the credentials from
+// store, and shares f's clients (one set per registered cluster, whichever Fleet reached it),
+// scheme and AllowNonRoutable: one fleet for callers that read differently (a cache, an
+// uncached reader). Each Reach builds or reuses the clients of the versions its own readers
+// answer.
+func (f *Fleet) Reading(reg Registry, store CredentialStore) *Fleet {
+	return &Fleet{Registry: reg, Store: store, Scheme: f.Scheme, AllowNonRoutable: f.AllowNonRoutable, shared: f.clientCache()}
+}
+
+func (f *Fleet) clientCache() *clientCache {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shared == nil {
+		f.shared = &clientCache{m: map[cacheKey]*cached{}}
+	}
+	return f.shared
 }
 
 type cacheKey struct{ org, name string }
@@ -58,32 +82,31 @@ func (f *Fleet) Reach(ctx context.Context, name string) (*Bound, error) {
 		return nil, fmt.Errorf("cluster %s of org %s: %w", name, caller.org, err)
 	}
 	key := cacheKey{caller.org, name}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e, ok := f.cache[key]; ok && e.cluster == c.version && e.credential == cred.Version {
+	cc := f.clientCache()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if e, ok := cc.m[key]; ok && e.cluster == c.version && e.credential == cred.Version {
 		return &Bound{cluster: c, clients: e.clients, credential: cred.Version}, nil
 	}
 	clients, err := f.clients(cred.Kubeconfig, c)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s of org %s: credential %s: %w", name, caller.org, ref, err)
 	}
-	if f.cache == nil {
-		f.cache = map[cacheKey]*cached{}
-	}
-	if old, ok := f.cache[key]; ok {
+	if old, ok := cc.m[key]; ok {
 		closeIdle(old.clients)
 	}
-	f.cache[key] = &cached{cluster: c.version, credential: cred.Version, clients: clients}
+	cc.m[key] = &cached{cluster: c.version, credential: cred.Version, clients: clients}
 	return &Bound{cluster: c, clients: clients, credential: cred.Version}, nil
 }
 
 // Forget drops the cached clients of cluster name of org (a registration deleted).
 func (f *Fleet) Forget(org, name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if old, ok := f.cache[cacheKey{org, name}]; ok {
+	cc := f.clientCache()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if old, ok := cc.m[cacheKey{org, name}]; ok {
 		closeIdle(old.clients)
-		delete(f.cache, cacheKey{org, name})
+		delete(cc.m, cacheKey{org, name})
 	}
 }
 
