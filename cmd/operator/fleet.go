@@ -101,10 +101,11 @@ type fleetTarget struct {
 	cr     *fleetv1.Cluster // nil: a path only
 }
 
-// setupFleet builds the fleet over the home cluster's registry and the Secret store of the
-// operator's namespace, and returns the home sweep's source: the repository without the
-// cluster paths, which never go to this cluster, with or without --fleet (nil fleet).
-func setupFleet(mgr ctrl.Manager, o *runOptions, src source.Source, log logr.Logger) (*fleetSweeps, source.Source, error) {
+// setupFleet reads the process's fleet (shared, built by run: runFleet) through a cache of
+// the home cluster's registry and the Secret store of the operator's namespace, and returns
+// the home sweep's source: the repository without the cluster paths, which never go to this
+// cluster, with or without --fleet (nil fleet).
+func setupFleet(mgr ctrl.Manager, o *runOptions, shared *fleet.Fleet, src source.Source, log logr.Logger) (*fleetSweeps, source.Source, error) {
 	if !o.Fleet.On {
 		log.Info("fleet off: the files under orgs/<org>/clusters/<name>/ are applied only by an operator run with --fleet, never to this cluster")
 		return nil, fleet.View{Source: src, Target: fleet.Target{}}, nil
@@ -120,8 +121,7 @@ func setupFleet(mgr ctrl.Manager, o *runOptions, src source.Source, log logr.Log
 		return nil, nil, err
 	}
 	f := &fleetSweeps{
-		fleet: &fleet.Fleet{Registry: fleet.Registry{Reader: fc}, Store: fleet.SecretStore{Reader: fc, Namespace: o.Namespace},
-			Scheme: mgr.GetScheme(), AllowNonRoutable: o.Fleet.AllowNonRoutable},
+		fleet: shared.Reading(fleet.Registry{Reader: fc}, fleet.SecretStore{Reader: fc, Namespace: o.Namespace}),
 		cache: fc, status: mgr.GetClient(), apiGrp: o.APIGroup, opts: o.GitOps, trig: gitops.NewTrigger(), log: log, now: time.Now,
 		running: map[string]*clusterSweep{}, rows: map[string]gitops.Report{},
 	}

@@ -27,10 +27,11 @@ func (o *fleetKindsOptions) BindFlags(fs *pflag.FlagSet) {
 }
 
 // setupFleetKinds adds the Clusters runnable (leader only) when --fleet, --fleet-kind-controllers
-// (default on) and the kinds loop are on and this cluster serves the Cluster Kind. f is the fleet to
-// reach the clusters through; nil builds one over the manager's cache (the registrations)
-// and a direct reader (the credential Secrets: one GET per registration per resync).
-func setupFleetKinds(mgr ctrl.Manager, o *runOptions, f *fleet.Fleet, opts []reconcile.SetupOption, log logr.Logger) error {
+// (default on) and the kinds loop are on and this cluster serves the Cluster Kind. It reaches the
+// clusters through the process's fleet (shared, built by run: runFleet), read over the
+// manager's cache (the registrations) and a direct reader (the credential Secrets: one GET per
+// registration per resync).
+func setupFleetKinds(mgr ctrl.Manager, o *runOptions, shared *fleet.Fleet, opts []reconcile.SetupOption, log logr.Logger) error {
 	if !o.Fleet.On || !o.FleetKinds.On || !slices.Contains(o.Controllers, "kinds") {
 		return nil
 	}
@@ -38,11 +39,18 @@ func setupFleetKinds(mgr ctrl.Manager, o *runOptions, f *fleet.Fleet, opts []rec
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version); err != nil {
 		return fmt.Errorf("--fleet-kind-controllers: the cluster does not serve %s (install the CRDs first): %w", gvk, err)
 	}
-	if f == nil {
-		f = &fleet.Fleet{Registry: fleet.Registry{Reader: mgr.GetClient()},
-			Store: fleet.SecretStore{Reader: mgr.GetAPIReader(), Namespace: o.Namespace}, Scheme: mgr.GetScheme(),
-			AllowNonRoutable: o.Fleet.AllowNonRoutable}
-	}
+	f := shared.Reading(fleet.Registry{Reader: mgr.GetClient()}, fleet.SecretStore{Reader: mgr.GetAPIReader(), Namespace: o.Namespace})
 	return mgr.Add(&reconcile.Clusters{Home: mgr, Fleet: f, Registry: kindRegistry(kinds.Builtin(), o.Controllers), Group: o.APIGroup,
 		Options: opts, Log: log})
+}
+
+// runFleet is the one fleet of `operator run`: the clients of each registered cluster (one
+// set, whichever loop reached it first), the manager's scheme, --fleet-allow-non-routable.
+// The fleet's sweeps, its Kind controllers and the cluster plane each read the registrations
+// and credentials through their own readers (fleet.Fleet.Reading). Nil when none of them runs.
+func runFleet(mgr ctrl.Manager, o *runOptions) *fleet.Fleet {
+	if !o.Fleet.On && !o.K8sPlane.Enabled() {
+		return nil
+	}
+	return &fleet.Fleet{Scheme: mgr.GetScheme(), AllowNonRoutable: o.Fleet.AllowNonRoutable}
 }

@@ -111,7 +111,7 @@ func TestDriveCommitsToGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask, err := setupGitOps(mgr, cfg, o, http.NewServeMux(), gitops.Readiness{}, log)
+	ask, err := setupGitOps(mgr, cfg, o, runFleet(mgr, o), http.NewServeMux(), gitops.Readiness{}, log)
 	if err != nil || ask == nil {
 		t.Fatalf("setupGitOps: %v", err)
 	}

@@ -71,11 +71,12 @@ func (o k8sPlaneOptions) Validate() error {
 	return nil
 }
 
-// setupK8sPlane adds the cluster plane to mgr: the fleet over the home cluster's registry
-// and credential Secrets (read without a cache: no Secret is cached cluster-wide), tokens
-// verified by the deploy plane's authenticator, audit Events in default (the Cluster
-// registrations are cluster-scoped).
-func setupK8sPlane(ctx context.Context, mgr ctrl.Manager, o *runOptions, log logr.Logger) error {
+// setupK8sPlane adds the cluster plane to mgr: the process's fleet (shared, built by run:
+// runFleet; --fleet-allow-non-routable is its) read over the home cluster's registry and
+// credential Secrets (without a cache: no Secret is cached cluster-wide), tokens verified by
+// the deploy plane's authenticator, audit Events in default (the Cluster registrations are
+// cluster-scoped).
+func setupK8sPlane(ctx context.Context, mgr ctrl.Manager, o *runOptions, shared *fleet.Fleet, log logr.Logger) error {
 	po := o.K8sPlane
 	if err := po.Validate(); err != nil {
 		return err
@@ -90,7 +91,7 @@ func setupK8sPlane(ctx context.Context, mgr ctrl.Manager, o *runOptions, log log
 	if err != nil {
 		return fmt.Errorf("k8s plane: home client: %w", err)
 	}
-	f := &fleet.Fleet{Registry: fleet.Registry{Reader: home}, Store: fleet.SecretStore{Reader: home, Namespace: o.Namespace}, Scheme: mgr.GetScheme()}
+	f := shared.Reading(fleet.Registry{Reader: home}, fleet.SecretStore{Reader: home, Namespace: o.Namespace})
 	p, err := k8s.New(k8s.Config{Fleet: &fleetlink.Link{Fleet: f, Home: home, Namespace: o.Namespace}, APIGroup: o.APIGroup, Options: po.Options,
 		Audit: k8s.EventAuditor{Client: home, Namespace: "default", ClusterAPIVersion: o.APIGroup + "/v1", Log: log}})
 	if err != nil {

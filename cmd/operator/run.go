@@ -31,6 +31,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
@@ -269,18 +270,19 @@ func run(o *runOptions) error {
 		gw = &gitWrite{}
 		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))
 	}
+	clusters := runFleet(mgr, o) // the one fleet: its sweeps, its Kind controllers and the cluster plane reach through it
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"), kindOpts...); err != nil {
 			return err
 		}
-		if err := setupFleetKinds(mgr, o, nil, kindOpts, ctrl.Log.WithName("fleet-kinds")); err != nil {
+		if err := setupFleetKinds(mgr, o, clusters, kindOpts, ctrl.Log.WithName("fleet-kinds")); err != nil {
 			return err
 		}
 	}
 	var wake func(context.Context) error // asks the git sweep for a pass; nil while it is off
 	var ask *sweepAsk
 	if slices.Contains(o.Controllers, "gitops") {
-		ask, err = setupGitOps(mgr, cfg, o, mux, ready, log)
+		ask, err = setupGitOps(mgr, cfg, o, clusters, mux, ready, log)
 		if err != nil {
 			return err
 		}
@@ -323,7 +325,7 @@ func run(o *runOptions) error {
 		}
 	}
 	if o.K8sPlane.Enabled() {
-		if err := setupK8sPlane(ctx, mgr, o, ctrl.Log.WithName("k8s-plane")); err != nil {
+		if err := setupK8sPlane(ctx, mgr, o, clusters, ctrl.Log.WithName("k8s-plane")); err != nil {
 			return err
 		}
 	}
@@ -352,7 +354,7 @@ func run(o *runOptions) error {
 // setupGitOps adds the git sweep (leader only) and its webhook and report endpoints, and
 // returns how this process asks it for a pass. With no repository configured the loop is
 // off, and says so (nil).
-func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (*sweepAsk, error) {
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fleet.Fleet, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (*sweepAsk, error) {
 	creds, err := o.Source.Credentials()
 	if err != nil {
 		return nil, fmt.Errorf("--gitops-token-file: %w", err)
@@ -375,7 +377,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, mux *http.Se
 	}
 	o.commits = src
 	var fl *fleetSweeps // the registered clusters' sweeps; nil without --fleet
-	if fl, src, err = setupFleet(mgr, o, src, ctrl.Log.WithName("fleet")); err != nil {
+	if fl, src, err = setupFleet(mgr, o, clusters, src, ctrl.Log.WithName("fleet")); err != nil {
 		return nil, err
 	}
 	scope, err := o.GitOps.Scope(self(o.Namespace, o.APIGroup, o.ProtectedSecrets))
