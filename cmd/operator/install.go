@@ -98,7 +98,9 @@ func newInstallCommand() *cobra.Command {
 			"defaults: --metrics-secure and --gitops-report-authz on, --log-format=json.\n" +
 			"Credentials come from Secrets in --namespace, mounted read-only: the git token, the\n" +
 			"webhook secret, the ssh key and known_hosts, the drive and agents tokens, the deploy\n" +
-			"plane's OAuth client secret. Run it again with a new --image to upgrade. With --print,\n" +
+			"plane's OAuth client secret. --fleet, --k8s-plane-bind-address (a Service port; needs\n" +
+			"the plane's OIDC issuer and audience) and --gitops-sops-age-secret (a Secret of\n" +
+			"--namespace) add the RBAC they need. Run it again with a new --image to upgrade. With --print,\n" +
 			"write the manifests to stdout instead and touch no cluster.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -214,7 +216,65 @@ func (f *installFlags) complete() error {
 	if err := f.checkDriveAndAgents(); err != nil {
 		return err
 	}
-	return f.completePlane()
+	if err := f.completePlane(); err != nil {
+		return err
+	}
+	return f.completeCapabilities()
+}
+
+// completeCapabilities sets what the RBAC and the Service of the fleet, the cluster plane
+// and SOPS decryption need, or refuses what the installed operator could not run with.
+func (f *installFlags) completeCapabilities() error {
+	r := f.run
+	f.o.FleetKinds, f.o.FleetSweeps, f.o.K8sPlanePort, f.o.SOPSAgeSecret = false, false, 0, ""
+	hasSource := r.Git.URL != "" || r.GitHub.Repository != ""
+	if r.Fleet.On {
+		f.o.FleetKinds = r.FleetKinds.On && slices.Contains(f.o.Controllers, loopKinds)
+		f.o.FleetSweeps = hasSource && slices.Contains(f.o.Controllers, loopGitOps)
+		if !f.o.FleetKinds && !f.o.FleetSweeps {
+			return fmt.Errorf("--fleet runs the Kind controllers on the registered clusters (the kinds loop, --fleet-kind-controllers) and their git sweeps (the gitops loop with a git source); --controllers=%s runs neither",
+				strings.Join(f.o.Controllers, ","))
+		}
+	}
+	if p := r.K8sPlane; p.Enabled() {
+		if p.Socket != "" {
+			return errors.New("--k8s-plane-socket: a unix socket inside the installed pod reaches no caller; serve the cluster plane on --k8s-plane-bind-address")
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("--k8s-plane-bind-address %s: %w", p.BindAddress, err)
+		}
+		port, err := bindPort(p.BindAddress)
+		if err != nil {
+			return fmt.Errorf("--k8s-plane-bind-address: %w", err)
+		}
+		if port == install.ProbePort || port == install.WebhookPort || port == install.MetricsPort || port == f.o.PlanePort {
+			return fmt.Errorf("--k8s-plane-bind-address %s: port %d is the operator's own or the deploy plane's", p.BindAddress, port)
+		}
+		f.o.K8sPlanePort = port
+	} else {
+		var given []string
+		f.runFlags.VisitAll(func(fl *pflag.Flag) {
+			if fl.Changed && strings.HasPrefix(fl.Name, "k8s-plane-") && fl.Name != "k8s-plane-bind-address" {
+				given = append(given, "--"+fl.Name)
+			}
+		})
+		if len(given) > 0 {
+			return fmt.Errorf("%s configure the cluster plane, which needs --k8s-plane-bind-address", strings.Join(given, ", "))
+		}
+	}
+	if name := r.GitOps.SOPSAgeSecret; name != "" {
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			if ns != f.o.Namespace {
+				return fmt.Errorf("--gitops-sops-age-secret %s: install grants get on a Secret of --namespace %s only; keep the age keys there", name, f.o.Namespace)
+			}
+			name = n
+		}
+		if !hasSource {
+			return errors.New("--gitops-sops-age-secret decrypts files of the git source: it needs --git-url or --github-repository")
+		}
+		f.o.SOPSAgeSecret = name
+	}
+	return nil
 }
 
 // deriveRunArgs sets the options install derives from the run flags: the Deployment's

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,7 +39,8 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 }
 
 // TestUninstallRemovesOnlyItsOwn installs a universe (two replicas, a shard, the separate
-// deploy plane: a PDB, three Deployments, two Services) on the real apiserver, then: `uninstall --crds` refuses while a CR
+// deploy plane: a PDB, three Deployments, two Services; the cluster plane: a Role in
+// default) on the real apiserver, then: `uninstall --crds` refuses while a CR
 // exists, naming it, and deletes nothing; `uninstall` deletes every object install applied
 // and nothing else (an object with install's labels another manager applied, the user's
 // Secret, the Namespace, another universe's ClusterRole, the CRs and CRDs stay); once the
@@ -56,7 +58,8 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 	const group, ns = "zoo.cloud", "uninstall-zoo"
 	out, stderr, code := execute(t, "", "install", "--kubeconfig", kc, "--api-group", group, "--namespace", ns,
 		"--image", "registry.example/operator:v1.0.0", "--replicas", "2", "--shards", "1", "--lux-network-kinds",
-		"--deploy-plane-separate", "--deploy-plane-oidc-issuer", "https://id.example")
+		"--deploy-plane-separate", "--deploy-plane-oidc-issuer", "https://id.example",
+		"--k8s-plane-bind-address", ":8091", "--k8s-plane-oidc-issuer", "https://id.example", "--k8s-plane-oidc-audience", "k8s-plane")
 	if code != 0 {
 		t.Fatalf("install: %s\n%s", stderr, out)
 	}
@@ -69,6 +72,10 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		if !strings.HasPrefix(ref, "CustomResourceDefinition/") && !strings.HasPrefix(ref, "Namespace/") {
 			installed = append(installed, parseRef(t, ref))
 		}
+	}
+	eventsRole := apply.ObjRef{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Namespace: install.DefaultNamespace, Name: install.DefaultRoleName(group)}
+	if !slices.Contains(installed, eventsRole) {
+		t.Errorf("install --k8s-plane-bind-address applied no %s:\n%s", eventsRole, out)
 	}
 	if len(installed) < 11 {
 		t.Fatalf("install applied %d objects besides the CRDs and the Namespace:\n%s", len(installed), out)

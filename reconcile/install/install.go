@@ -126,6 +126,20 @@ type InstallOptions struct {
 	// LuxNetworkKinds also applies the luxfi operator's lux.network CRDs
 	// (LuxNetworkCRDObjects), so those CRs are served.
 	LuxNetworkKinds bool
+	// FleetKinds and FleetSweeps are run's --fleet (among RunArgs) as what it runs: the Kind
+	// controllers on the registered clusters (the kinds loop, --fleet-kind-controllers) and
+	// their git sweeps (the gitops loop with a git source). The RBAC grants reading the Cluster
+	// objects, writing their status and getting the credential Secrets of Namespace; with
+	// the sweeps, listing and watching those Secrets (their cache).
+	FleetKinds, FleetSweeps bool
+	// K8sPlanePort, when above 0, is the port of the /v1/k8s cluster plane (its
+	// --k8s-plane-bind-address and OIDC flags are among RunArgs): a container port and a
+	// Service port named k8s-plane, and the RBAC of its registry (the Cluster objects and
+	// their credential Secrets in Namespace) and of its audit Events (in default).
+	K8sPlanePort int32
+	// SOPSAgeSecret is run's --gitops-sops-age-secret as a name in Namespace (among RunArgs):
+	// the git sweep may get that one Secret there.
+	SOPSAgeSecret string
 }
 
 // SecretKey names one key of a Secret in the operator's namespace.
@@ -416,6 +430,9 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	if o.PlanePort > 0 {
 		ports = append(ports, corev1.ContainerPort{Name: portPlane, ContainerPort: o.PlanePort, Protocol: corev1.ProtocolTCP})
 	}
+	if o.K8sPlanePort > 0 {
+		ports = append(ports, corev1.ContainerPort{Name: portK8sPlane, ContainerPort: o.K8sPlanePort, Protocol: corev1.ProtocolTCP})
+	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	if replicas > 1 {
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -486,6 +503,7 @@ func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	// no git, drive, agents or plane in a shard
 	so.TokenSecret, so.WebhookSecret, so.DriveTokenSecret, so.AgentCloudTokenSecret = SecretKey{}, SecretKey{}, SecretKey{}, SecretKey{}
 	so.AgentVisorSecret, so.GitSSHSecret, so.PlaneClientSecret, so.PlanePort = "", "", SecretKey{}, 0
+	so.FleetKinds, so.FleetSweeps, so.K8sPlanePort, so.SOPSAgeSecret = false, false, 0, "" // shards run no fleet, cluster plane or git sweep
 	so.RunArgs = nil
 	for _, a := range o.RunArgs {
 		if shardArg(a) {
@@ -524,10 +542,11 @@ const NonRootUID = 65532
 
 // Container port names: portWebhook serves the webhook and /gitops, portProbes the probes.
 const (
-	portWebhook = "webhook"
-	portProbes  = "probes"
-	portMetrics = "metrics"
-	portPlane   = "deploy-plane"
+	portWebhook  = "webhook"
+	portProbes   = "probes"
+	portMetrics  = "metrics"
+	portPlane    = "deploy-plane"
+	portK8sPlane = "k8s-plane"
 )
 
 // Service returns the Service in front of the operator's pods: the push webhook
@@ -543,6 +562,9 @@ func Service(o InstallOptions) *corev1.Service {
 	}
 	if o.PlanePort > 0 {
 		ports = append(ports, corev1.ServicePort{Name: portPlane, Port: o.PlanePort, TargetPort: intstr.FromString(portPlane), Protocol: corev1.ProtocolTCP})
+	}
+	if o.K8sPlanePort > 0 {
+		ports = append(ports, corev1.ServicePort{Name: portK8sPlane, Port: o.K8sPlanePort, TargetPort: intstr.FromString(portK8sPlane), Protocol: corev1.ProtocolTCP})
 	}
 	return &corev1.Service{
 		TypeMeta:   typeMeta(corev1.SchemeGroupVersion.String(), "Service"),

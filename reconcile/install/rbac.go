@@ -14,6 +14,7 @@ import (
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
+	fleetv1 "github.com/openuniverse/operator/kinds/fleet"
 	"github.com/openuniverse/operator/upgrade"
 )
 
@@ -30,7 +31,17 @@ const (
 	InOwned Where = "owned"
 	// InHome: the operator's own namespace (the leader-election Role).
 	InHome Where = "home"
+	// InDefault: the namespace default, where Events about cluster-scoped objects go (the
+	// cluster plane's audit Events about the Cluster registrations): a Role of its own there.
+	InDefault Where = "default"
 )
+
+// DefaultNamespace holds the Events about cluster-scoped objects (InDefault).
+const DefaultNamespace = "default"
+
+// DefaultRoleName names the Role and RoleBinding of the InDefault rows in DefaultNamespace,
+// apart from the owned namespaces' Role (default may be one of them).
+func DefaultRoleName(group string) string { return OperatorName + "-events." + group }
 
 // Loops of `operator run --controllers` that the needs table names, and the shared needs
 // of every operator.
@@ -80,6 +91,8 @@ func (n Need) Covers(verb, group, resource, name, ns string, owned []string, hom
 		return ownsAll(owned) || slices.Contains(owned, ns)
 	case InHome:
 		return ns == home
+	case InDefault:
+		return ns == DefaultNamespace
 	}
 	return false
 }
@@ -208,6 +221,7 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 		need([]string{LoopTenants}, InHome, "", []string{"secrets"}, []string{"get"}, "the tenants' pull Secret source, and no other Secret of the operator's namespace", name)
 	}
 	everyLoop := []string{LoopRun}
+	needs = append(needs, capabilityNeeds(o)...)
 	need(everyLoop, InOwned, "", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "events.k8s.io", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "", []string{"events"}, []string{"list"}, "the deploy plane's events route: an application's Events (uncached, by involved object)")
@@ -297,6 +311,9 @@ func RBAC(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]clien
 			})
 	}
 	role(o.Namespace, LeaderElectionRole, InHome)
+	if slices.ContainsFunc(needs, func(n Need) bool { return n.Where == InDefault }) {
+		role(DefaultNamespace, DefaultRoleName(o.APIGroup), InDefault)
+	}
 	if !all {
 		for _, ns := range dedupe(o.OwnedNamespaces) {
 			role(ns, RoleName(o.APIGroup), InOwned)
@@ -349,4 +366,42 @@ func childResources(group string, reg kinds.Registry, mapper meta.RESTMapper, cr
 		}
 	}
 	return children, prunedCRs, nil
+}
+
+// capabilityNeeds are the rows of the capabilities `operator run` turns on by flag, each
+// only when install turns it on:
+//   - --fleet: the registrations (the Cluster objects, cluster-scoped, in the universe group)
+//     read by the fleet's sweeps and Kind controllers and their status written; get on the
+//     operator namespace's Secrets, the credentials at derived names (fleet-<sha256 prefix>,
+//     unknown at install: no resourceNames), and, with the fleet's git sweeps, list and watch
+//     there for their cache, which restarts a sweep when its credential rotates;
+//   - the /v1/k8s cluster plane: its registry read uncached and written by
+//     clusters.register and deregister (the Cluster objects; their credential Secrets in the
+//     operator's namespace), its audit Events in default;
+//   - --gitops-sops-age-secret: get on that one Secret of the operator's namespace.
+func capabilityNeeds(o InstallOptions) []Need {
+	var needs []Need
+	need := func(loops []string, where Where, group string, resources, verbs []string, why string, names ...string) {
+		needs = append(needs, Need{Loops: loops, Where: where, Group: group, Resources: resources, Verbs: verbs, Names: names, Why: why})
+	}
+	clusters := fleetv1.GroupVersion(o.APIGroup).Group
+	if o.FleetKinds || o.FleetSweeps {
+		fl := []string{LoopKinds, LoopGitOps}
+		need(fl, InCluster, clusters, []string{"clusters"}, verbsRead, "--fleet: the registrations, watched by the fleet's sweeps and Kind controllers")
+		need(fl, InCluster, clusters, []string{"clusters/status"}, []string{"patch"}, "--fleet: a registration's condition Reached and status.registered (server-side apply)")
+		need(fl, InHome, "", []string{"secrets"}, []string{"get"}, "--fleet: the registrations' credentials, Secrets fleet-<sha256 prefix> of the operator's namespace (derived names)")
+	}
+	if o.FleetSweeps {
+		need([]string{LoopGitOps}, InHome, "", []string{"secrets"}, []string{"list", "watch"}, "--fleet: the fleet sweeps' cache of the operator namespace's Secrets (a credential's rotation restarts its sweep)")
+	}
+	if o.K8sPlanePort > 0 {
+		plane := []string{LoopRun}
+		need(plane, InCluster, clusters, []string{"clusters"}, []string{"get", "list", "create", "update", "delete"}, "the cluster plane: its registry, read uncached; clusters.register and deregister")
+		need(plane, InHome, "", []string{"secrets"}, []string{"get", "create", "update", "delete"}, "the cluster plane: the credentials of the registrations, read by Reach, written by clusters.register, deleted by deregister")
+		need(plane, InDefault, "", []string{"events"}, []string{"create"}, "the cluster plane's audit Events about the (cluster-scoped) registrations")
+	}
+	if o.SOPSAgeSecret != "" {
+		need([]string{LoopGitOps}, InHome, "", []string{"secrets"}, []string{"get"}, "--gitops-sops-age-secret: the age keys of SOPS files, and no other Secret", o.SOPSAgeSecret)
+	}
+	return needs
 }

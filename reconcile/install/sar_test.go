@@ -89,6 +89,9 @@ func TestInstalledRBACIsTheNeedsTable(t *testing.T) {
 			Controllers: allLoops, OwnedNamespaces: []string{"sar-a-1", "sar-a-2"}}},
 		{"owned namespaces, the git sweep as a ServiceAccount", install.InstallOptions{APIGroup: "sar-b.example", Namespace: "sar-b-op", Image: "x",
 			OwnedNamespaces: []string{"sar-b-1", "sar-b-2", "sar-b-op"}, GitServiceAccount: "gitops"}},
+		{"owned namespaces, the fleet, the cluster plane, SOPS keys", install.InstallOptions{APIGroup: "sar-d.example", Namespace: "sar-d-op", Image: "x",
+			Controllers: []string{install.LoopKinds, install.LoopGitOps}, OwnedNamespaces: []string{"sar-d-1", "sar-d-2"},
+			FleetKinds: true, FleetSweeps: true, K8sPlanePort: 8091, SOPSAgeSecret: "age-keys"}},
 		{"every namespace (*)", install.InstallOptions{APIGroup: "sar-c.example", Namespace: "sar-c-op", Image: "x",
 			Controllers: []string{install.LoopKinds, install.LoopGitOps, install.LoopImageUpdate, install.LoopTenants}, OwnedNamespaces: []string{"*"}}},
 	}
@@ -111,6 +114,9 @@ func TestInstalledRBACIsTheNeedsTable(t *testing.T) {
 			}
 			prefix := strings.TrimSuffix(o.Namespace, "-op")
 			namespaces := []string{prefix + "-1", prefix + "-2", prefix + "-unowned", o.Namespace, ""}
+			if slices.ContainsFunc(needs, func(n install.Need) bool { return n.Where == install.InDefault }) {
+				namespaces = append(namespaces, install.DefaultNamespace)
+			}
 			if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-unowned"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatal(err)
 			}

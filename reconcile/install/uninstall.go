@@ -128,15 +128,32 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 }
 
 // own lists the objects of gvk install would have applied for o: by install's labels, in
-// o.Namespace, or, cluster-scoped, named for o.APIGroup.
+// o.Namespace, or, cluster-scoped, named for o.APIGroup; and the Role and RoleBinding
+// DefaultRoleName(o.APIGroup) in DefaultNamespace (the cluster plane's audit Events).
 func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	out, err := i.ownIn(ctx, o, gvk, o.Namespace)
+	if err != nil || (gvk.Kind != "Role" && gvk.Kind != "RoleBinding") || o.Namespace == DefaultNamespace {
+		return out, err
+	}
+	events, err := i.ownIn(ctx, o, gvk, DefaultNamespace)
+	for _, obj := range events {
+		if obj.GetName() == DefaultRoleName(o.APIGroup) {
+			out = append(out, obj)
+		}
+	}
+	return out, err
+}
+
+// ownIn lists the objects of gvk with install's labels in ns (cluster-scoped: named for
+// o.APIGroup).
+func (i Installer) ownIn(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind, ns string) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	sel := client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: kinds.ManagerInstall}
 	cluster := gvk.Kind == "ClusterRole" || gvk.Kind == "ClusterRoleBinding"
 	opts := []client.ListOption{sel}
 	if !cluster {
-		opts = append(opts, client.InNamespace(o.Namespace))
+		opts = append(opts, client.InNamespace(ns))
 	}
 	if err := i.Client.List(ctx, list, opts...); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
