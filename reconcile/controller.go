@@ -172,7 +172,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 			return ctrl.Result{}, err
 		}
 		log.Info("Reconcile failed, Stalled until the CR or the operator's RBAC changes", "error", err.Error())
-		s.obs.PhaseErr = err
+		s.obs.PhaseErr = apply.PublicError(err) // the condition and its Event: the apiserver's words masked
 	}
 	s.obs.Denied, s.obs.Rejected, s.obs.Failed = s.outcome.Denied, s.outcome.Rejected, s.outcome.Failed
 	status := drive.Summarize(s.obs)

@@ -25,14 +25,18 @@ type Outcome struct {
 // Clean reports whether every child applied.
 func (o Outcome) Clean() bool { return len(o.Denied)+len(o.Rejected)+len(o.Failed) == 0 }
 
-// outcome sorts apply results into what they mean, in the results' order.
+// outcome sorts apply results into what they mean, in the results' order; a refused
+// child's message is the apiserver's, masked (apply.PublicMessage).
 func outcome(results []apply.Result) Outcome {
 	var o Outcome
 	for _, res := range results {
-		msg := res.Object.String() + ": " + res.Message
+		ref := res.Object.String() + ": "
+		// a refusal reaches the status and its Event as the apiserver's words with every
+		// quoted value masked (it may echo a Secret's value), bounded: apply.PublicMessage
+		msg := ref + apply.PublicMessage(res.Err, res.Message)
 		switch {
 		case res.Action == apply.Denied:
-			o.Denied = append(o.Denied, msg)
+			o.Denied = append(o.Denied, ref+res.Message) // the grant it lacks, our own words
 		case res.Action != apply.Failed:
 		case apply.ClassOf(res.Err) == condition.Terminal:
 			o.Rejected = append(o.Rejected, msg)

@@ -104,12 +104,12 @@ func TestOutcome(t *testing.T) {
 				{Object: ref("c"), Action: apply.Failed, Err: errBusy, Message: "slow down"},
 				{Object: ref("d"), Action: apply.InSync},
 			},
-			want: Outcome{Denied: []string{"Deployment/ns/a: forbidden: grant"}, Rejected: []string{"Deployment/ns/b: invalid"},
-				Failed: []string{"Deployment/ns/c: slow down"}},
+			want: Outcome{Denied: []string{"Deployment/ns/a: forbidden: grant"}, Rejected: []string{`Deployment/ns/b: the apiserver refused the apply: 422 Invalid: Deployment.apps "***" is invalid`},
+				Failed: []string{"Deployment/ns/c: the apiserver refused the apply: 429 TooManyRequests: slow down"}},
 		},
 		"conflicts are retried": {
 			results: []apply.Result{{Object: ref("a"), Action: apply.Failed, Err: errConfl, Message: "stale"}},
-			want:    Outcome{Failed: []string{"Deployment/ns/a: stale"}},
+			want:    Outcome{Failed: []string{`Deployment/ns/a: the apiserver refused the apply: 409 Conflict: Operation cannot be fulfilled on deployments.apps "***": stale`}},
 		},
 	}
 	for name, tc := range cases {

@@ -243,10 +243,11 @@ func (g sweepState) Record(gvk schema.GroupVersionKind, namespace, name string) 
 	if r == nil {
 		return nil
 	}
-	for _, res := range r.Results {
+	pub := r.Public() // a refusal's message masked, as GET /gitops serves it
+	for _, res := range pub.Results {
 		o := res.Object
 		if o.Group == gvk.Group && o.Kind == gvk.Kind && o.Namespace == namespace && o.Name == name {
-			return &deploy.GitRecord{RepoURL: g.repoURL, Revision: r.Revision, File: r.Files[o], Action: string(res.Action), Message: res.Message}
+			return &deploy.GitRecord{RepoURL: g.repoURL, Revision: pub.Revision, File: pub.Files[o], Action: string(res.Action), Message: res.Message}
 		}
 	}
 	return nil

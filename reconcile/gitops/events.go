@@ -22,7 +22,9 @@ const (
 // emitEvents records a Kubernetes Event on each object whose drift the sweep reverted,
 // naming who had drifted it, and on each object it could not apply — what `kubectl
 // describe` and `kubectl get events` show next to the object. In-sync and created objects
-// get none, so an idle sweep still costs nothing. A nil Recorder records nothing.
+// get none, so an idle sweep still costs nothing. A refusal's message is the apiserver's
+// with every quoted value masked (apply.PublicMessage), never a Secret's value echoed back.
+// A nil Recorder records nothing.
 func (s *Sweeper) emitEvents(r *Report) {
 	if s.Recorder == nil {
 		return
@@ -62,9 +64,12 @@ func (s *Sweeper) emitEvents(r *Report) {
 		case res.Action == apply.Updated && len(res.DriftedBy) > 0:
 			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftReverted, apply.ActionApply,
 				"reverted to git revision %s (changed by %s)", short(r.Revision), strings.Join(res.DriftedBy, ", "))
-		case res.Action == apply.Failed || res.Action == apply.Denied:
+		case res.Action == apply.Denied: // the grant it lacks, the sweep's own words
 			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, apply.ActionApply,
 				"git revision %s not applied: %s", short(r.Revision), res.Message)
+		case res.Action == apply.Failed: // the apiserver's words masked, as GET /gitops has them
+			s.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventApplyFailed, apply.ActionApply,
+				"git revision %s not applied: %s", short(r.Revision), apply.PublicMessage(res.Err, res.Message))
 		}
 	}
 }

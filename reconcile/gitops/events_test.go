@@ -44,3 +44,36 @@ func TestEventForAKindNoAPIServes(t *testing.T) {
 		}
 	}
 }
+
+// TestEventRefusalMasked: the ApplyFailed Event of an object the real apiserver refuses
+// carries the apiserver's words with the field path, the value it echoed masked, as GET
+// /gitops has them (before, the Event printed the raw error).
+func TestEventRefusalMasked(t *testing.T) {
+	const ns, planted = "events-masked", "planted-hunter2-value"
+	src := newMemSource(map[string][]byte{
+		"ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"),
+		"deploy.yaml": []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: leaky, namespace: " + ns + "}\n" +
+			"spec:\n  selector: {matchLabels: {app: leaky}}\n  template:\n    metadata: {labels: {app: leaky}}\n" +
+			"    spec: {containers: [{name: c, image: registry.example/c:1, env: [{name: \"TOKEN=" + planted + "\", value: x}]}]}\n"),
+	})
+	sw, _, _ := newTestSweeper(t, src, ns)
+	rec := events.NewFakeRecorder(10)
+	sw.Recorder = rec
+	r := sw.Sweep(context.Background())
+	if r.Summary.Errors != 1 {
+		t.Fatalf("summary %+v, want the Deployment failed", r.Summary)
+	}
+	select {
+	case e := <-rec.Events:
+		for _, w := range []string{EventApplyFailed, "the apiserver refused the apply: 422 Invalid", "env[0].name", "Invalid value"} {
+			if !strings.Contains(e, w) {
+				t.Errorf("event %q lacks %q", e, w)
+			}
+		}
+		if strings.Contains(e, planted) {
+			t.Errorf("event %q carries the value the apiserver echoed", e)
+		}
+	default:
+		t.Fatalf("no %s event for the Deployment", EventApplyFailed)
+	}
+}

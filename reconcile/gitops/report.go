@@ -2,18 +2,14 @@ package gitops
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
@@ -292,7 +288,7 @@ func (r Report) Public() Report {
 	r.Results = slices.Clone(r.Results)
 	for i, res := range r.Results {
 		if res.Action == apply.Failed && res.Err != nil {
-			r.Results[i].Message = publicError(res.Err, res.Message)
+			r.Results[i].Message = apply.PublicMessage(res.Err, res.Message) // the masking the Kind controllers share
 		}
 		if f := r.Files[res.Object]; f != "" && (res.Action == apply.Failed || res.Action == apply.Denied) {
 			r.Results[i].Message = f + ": " + r.Results[i].Message // the file to fix
@@ -318,72 +314,6 @@ func lineOf(msg string) string {
 		return " at " + l
 	}
 	return ""
-}
-
-// publicError renders an apiserver error as its code, reason, the field
-// paths of its causes and its message with every quoted value masked (a
-// validation or an admission webhook may echo what it refused, a Secret's
-// value included; a field name after "field" is kept), truncated to
-// publicMessageMax bytes; any other error (the sweep's own wording) as msg.
-func publicError(err error, msg string) string {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return msg
-	}
-	s := st.Status()
-	out := fmt.Sprintf("the apiserver refused the apply: %d %s", s.Code, s.Reason)
-	if s.Details != nil {
-		var fields []string
-		for _, c := range s.Details.Causes {
-			if c.Field != "" {
-				fields = append(fields, c.Field+" ("+string(c.Type)+")")
-			}
-		}
-		if len(fields) > 0 {
-			out += ": " + strings.Join(fields, ", ")
-		}
-	}
-	if admissionRE.MatchString(s.Message) {
-		// an admission webhook's or policy's words are its own free text:
-		// nothing says which part of it echoes the object
-		return out + " (denied by admission; the operator log has its message)"
-	}
-	if m := maskQuoted(s.Message); m != "" {
-		out += ": " + truncateBytes(m, publicMessageMax)
-	}
-	return out
-}
-
-// admissionRE matches the apiserver's wording for a refusal by an admission
-// webhook or a ValidatingAdmissionPolicy.
-var admissionRE = regexp.MustCompile(`admission webhook|denied (the )?request`)
-
-// publicMessageMax bounds the apiserver's message in a public report.
-const publicMessageMax = 512
-
-var quotedRE = regexp.MustCompile(`(field |fields )?"(?:[^"\\]|\\.)*"`)
-
-// maskQuoted replaces every double-quoted value in msg by "***", keeping a
-// quoted field name ("unknown field \"spec.foo\"").
-func maskQuoted(msg string) string {
-	return quotedRE.ReplaceAllStringFunc(msg, func(q string) string {
-		if strings.HasPrefix(q, "field ") || strings.HasPrefix(q, "fields ") {
-			return q
-		}
-		return `"***"`
-	})
-}
-
-// truncateBytes cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncateBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // knownManagers are the field managers named in the drift metric; any other
