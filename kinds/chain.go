@@ -12,9 +12,15 @@ import (
 	v1 "github.com/openuniverse/operator/kinds/v1"
 )
 
-// ReasonNotImplemented: nothing acts for the Kind (its loop is off or not in this operator);
-// the builder materializes nothing and callers must not prune what exists (Pending).
+// ReasonNotImplemented: nothing in this operator acts for the Kind (KMSSecret: its projector
+// is not part of it); the builder materializes nothing and callers must not prune what exists
+// (Pending).
 const ReasonNotImplemented = "NotImplemented"
+
+// ReasonHandledByLoop: a loop of this operator acts for the Kind (Entry.Loop), not the object
+// graph; the message names the loop and says whether it is enabled in this process (Pending,
+// nothing materialized, nothing pruned).
+const ReasonHandledByLoop = "HandledByLoop"
 
 // nothing is the builder of Kinds that materialize no cluster objects by design.
 func nothing[T Object](T, owner) ([]*unstructured.Unstructured, error) { return nil, nil }
@@ -30,17 +36,26 @@ func loopLater[T Object](loop string) func(T, owner) ([]*unstructured.Unstructur
 	}
 }
 
-// loopOff is the builder of Kinds a loop of this operator acts for (Entry.Loop): the Kind
-// controller runs it only while that loop is off, so the CR stays Pending (NotImplemented)
-// and says which loop to enable.
-func loopOff[T Object](name, loop string) func(T, owner) ([]*unstructured.Unstructured, error) {
-	return func(_ T, o owner) ([]*unstructured.Unstructured, error) {
-		return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonNotImplemented,
-			Message: fmt.Sprintf("%s %s/%s: nothing acts on it: %s is off (operator run --controllers ...,%s)", o.Kind, o.Namespace, o.Name, loop, name)}
+// LoopMessage is what a Kind that the `operator run --controllers` loop name acts for says
+// (what describes that loop): "handled by the <name> loop (enabled|off)", enabled when this
+// process runs it (Context.Loops). Pure.
+func LoopMessage(kind, namespace, name, loop, what string, enabled bool) string {
+	if enabled {
+		return fmt.Sprintf("%s %s/%s: handled by the %s loop (enabled): %s acts for it and owns its status", kind, namespace, name, loop, what)
 	}
+	return fmt.Sprintf("%s %s/%s: handled by the %s loop (off): %s does not run in this process (operator run --controllers ...,%s)", kind, namespace, name, loop, what, loop)
 }
 
-func withLoop(name string, e Entry) Entry {
+// loopKind is the Entry of a Kind the loop name acts for (Entry.Loop; what describes it): it
+// materializes nothing and halts Pending (HandledByLoop) saying whether that loop is enabled
+// in the Context. Where the loop runs, the Kind controller is not started for the Kind (the
+// loop owns its status), so a Kind controller shows "off"; `operator render` and `diff` run
+// no loop and show "off" as well.
+func loopKind[T Object](kind string, newT func() T, name, what string) Entry {
+	e := canonicalWith(kind, newT, func(_ T, o owner, c Context) (built, error) {
+		return nil, &Halt{Phase: v1.PhasePending, Reason: ReasonHandledByLoop,
+			Message: LoopMessage(o.Kind, o.Namespace, o.Name, name, what, c.LoopEnabled(name))}
+	})
 	e.Loop = name
 	return e
 }

@@ -71,10 +71,62 @@ func TestPendingByDesign(t *testing.T) {
 			t.Errorf("%s materializes nothing on any golden case (Pending) and kinds/README.md does not name it under \"Pending by design\" with its reason", ref)
 		}
 	}
+	// a Kind a loop acts for says so, never NotImplemented: README names the loop and the words
+	for ref, e := range reg {
+		if e.Loop == "" {
+			continue
+		}
+		if w := "handled by the `" + e.Loop + "` loop"; !strings.Contains(named[ref.String()], w) {
+			t.Errorf("kinds/README.md's bullet for %s (%q) lacks %q", ref, named[ref.String()], w)
+		}
+	}
 	for ref := range named {
 		if !slices.Contains(pending, ref) {
 			t.Errorf("kinds/README.md names %s as Pending by design, but it is not a Pending builder (or not a registry Kind)", ref)
 		}
 	}
 	t.Logf("Pending by design: %v", pending)
+}
+
+// TestLoopKindSaysWhetherItsLoopRuns: every Kind a loop acts for (Entry.Loop) halts Pending,
+// HandledByLoop, saying "handled by the <loop> loop (enabled)" when the build Context runs
+// that loop and "(off)", naming the flag that enables it, when it does not; never
+// NotImplemented (it is implemented, by the loop).
+func TestLoopKindSaysWhetherItsLoopRuns(t *testing.T) {
+	reg := kinds.Builtin()
+	seen := map[string]bool{}
+	for _, c := range goldenCases(t) {
+		e, ok := reg.Lookup(c.Obj.GroupVersionKind(), kinds.DefaultAPIGroup)
+		if !ok || e.Loop == "" {
+			continue
+		}
+		seen[e.Kind] = true
+		for _, tc := range []struct {
+			loops []string
+			want  string
+		}{
+			{nil, "handled by the " + e.Loop + " loop (off): "},
+			{[]string{"kinds", "gitops"}, "handled by the " + e.Loop + " loop (off): "},
+			{[]string{"kinds", e.Loop}, "handled by the " + e.Loop + " loop (enabled): "},
+		} {
+			ctx := c.ctx()
+			ctx.Loops = tc.loops
+			objs, err := reg.Build(c.Obj, ctx)
+			h, halted := kinds.AsHalt(err)
+			if !halted || len(objs) != 0 {
+				t.Fatalf("%s with loops %v: %d objects, err %v; want a Halt and nothing built", c.Name, tc.loops, len(objs), err)
+			}
+			if h.Phase != v1.PhasePending || h.Reason != kinds.ReasonHandledByLoop || !strings.Contains(h.Message, tc.want) {
+				t.Errorf("%s with loops %v: %s %s %q, want Pending %s containing %q", c.Name, tc.loops, h.Phase, h.Reason, h.Message, kinds.ReasonHandledByLoop, tc.want)
+			}
+			if off := !slices.Contains(tc.loops, e.Loop); off && !strings.Contains(h.Message, "--controllers ...,"+e.Loop) {
+				t.Errorf("%s off: %q does not name the flag that enables %s", c.Name, h.Message, e.Loop)
+			}
+		}
+	}
+	for _, k := range []string{"AgentDeployment", "ImageUpdate"} {
+		if !seen[k] {
+			t.Errorf("no golden case of %s, a loop-driven Kind", k)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package kinds
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +32,14 @@ type Context struct {
 	// StaticServerImage is the pinned image (a tag other than latest, or a digest) that serves
 	// a Static's ConfigMap; empty is DefaultStaticServerImage.
 	StaticServerImage string
+	// Loops are the `operator run --controllers` loops this process runs. A Kind a loop acts
+	// for (Entry.Loop) says whether its loop is enabled here; empty (the CLIs, which run no
+	// loop) is none.
+	Loops []string
 }
+
+// LoopEnabled reports whether this process runs the loop name (Loops).
+func (c Context) LoopEnabled(name string) bool { return slices.Contains(c.Loops, name) }
 
 // InputsOf returns the inputs of kind gk in namespace ns.
 func (c Context) InputsOf(gk schema.GroupKind, ns string) []*unstructured.Unstructured {
@@ -124,8 +132,8 @@ type Entry struct {
 	Workloads []schema.GroupKind
 	// Loop names the `operator run --controllers` loop that acts for this Kind outside the
 	// object graph (AgentDeployment: agents). When that loop runs it owns the CR's status
-	// and the Kind controller is not started for the Kind; when it does not, Build halts
-	// (Pending, NotImplemented) naming the loop to enable.
+	// and the Kind controller is not started for the Kind; Build halts (Pending,
+	// HandledByLoop) saying "handled by the <loop> loop" and whether Context.Loops enables it.
 	Loop string
 	// ServiceSpec, for the Service-shaped Kinds, returns the CR's ServiceSpec, whose Image
 	// points into the CR (the upgrade machine sets the image of a copy through it: *Image =),

@@ -89,8 +89,8 @@ func Builtin() Registry {
 		canonical("SolanaRuntime", newOf[v1.SolanaRuntime], func(cr *v1.SolanaRuntime, o owner) (built, error) { return buildSolana(o, &cr.Spec) }, nodeRuntimeOwns...),
 
 		// Kinds whose loops act outside the cluster's object graph: no children.
-		withLoop("agents", canonical("AgentDeployment", newOf[v1.AgentDeployment], loopOff[*v1.AgentDeployment]("agents", "the agent binding loop (cloud and visor APIs)"))),
-		withLoop("imageupdate", canonical("ImageUpdate", newOf[v1.ImageUpdate], loopOff[*v1.ImageUpdate]("imageupdate", "the registry-to-git image update loop"))),
+		loopKind("AgentDeployment", newOf[v1.AgentDeployment], "agents", "the agent binding loop (cloud and visor APIs)"),
+		loopKind("ImageUpdate", newOf[v1.ImageUpdate], "imageupdate", "the registry-to-git image update loop"),
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 		// The fleet's cluster registry (cluster-scoped): reconcile/fleet reads it; it builds nothing.
 		withExternal("the fleet (reconcile/fleet)", entry(PlacementFleet, fleet.Kind, uni, newOf[fleet.Cluster], nothing[*fleet.Cluster])),

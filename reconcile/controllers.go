@@ -199,7 +199,8 @@ type setupOptions struct {
 
 // WithBuildContext gives every build the operator's settings beyond the CR
 // (Context.AllowUnverifiedSeed, --allow-unverified-seed; Context.StaticServerImage,
-// --static-server-image). APIGroup and Inputs are SetupKinds' own and are ignored.
+// --static-server-image; Context.Loops, the --controllers that run, which a loop-driven Kind
+// names as enabled or off). APIGroup and Inputs are SetupKinds' own and are ignored.
 func WithBuildContext(c kinds.Context) SetupOption { return func(o *setupOptions) { o.build = c } }
 
 func (o setupOptions) buildContext(group string) kinds.Context {

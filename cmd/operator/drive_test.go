@@ -304,7 +304,7 @@ func TestKindRegistryLeavesAgentsToTheirLoop(t *testing.T) {
 		t.Error("the Kind controller would run AgentDeployment next to the agents loop")
 	}
 	if _, ok := kindRegistry(kinds.Builtin(), []string{loopKinds})[ref]; !ok {
-		t.Error("without the agents loop AgentDeployment lost its Kind controller (and its NotImplemented status)")
+		t.Error("without the agents loop AgentDeployment lost its Kind controller (and its HandledByLoop (off) status)")
 	}
 	if err := checkLoops([]string{"kinds", "drive", "tenants", "agents", "gitops"}); err != nil {
 		t.Error(err)

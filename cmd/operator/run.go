@@ -193,6 +193,8 @@ func run(o *runOptions) error {
 	if err := checkLoops(o.Controllers); err != nil {
 		return err
 	}
+	// a loop-driven Kind (Entry.Loop) says whether its loop runs in this process
+	o.Build.Loops = slices.Clone(o.Controllers)
 	registerMetrics()
 	if err := validateBuild(o.Build); err != nil {
 		return err
