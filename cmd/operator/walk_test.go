@@ -15,6 +15,7 @@ import (
 var notSettings = map[string]string{
 	"Build.APIGroup":         "SetupKinds sets it from --api-group (WithBuildContext ignores it)",
 	"Build.Inputs":           "read per CR from the cluster (render.ListInputs), never configured",
+	"Build.Loops":            "set at start from --controllers (a loop-driven Kind says whether its loop runs)",
 	"sweeper":                "the running sweep, set by setupGitOps for the deploy plane",
 	"commits":                "the running git source, set by setupGitOps",
 	"fleet":                  "the running fleet sweeps (--fleet), set by setupGitOps for the deploy plane",
