@@ -31,6 +31,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/commitstatus"
 )
 
 // Sweeper is the git sweep: Head, then (when the head moved) Snapshot, Parse
@@ -45,6 +46,9 @@ type Sweeper struct {
 	// Cluster names the cluster this sweep applies to in its reports and log lines
 	// (Report.Cluster); empty without a fleet.
 	Cluster string
+	// Statuses, when set, takes a pending status for each revision a sweep starts on and
+	// the outcome of every sweep that read one (StatusOf); set it before Start.
+	Statuses CommitStatuses
 
 	src      source.Source
 	scope    Scope
@@ -67,6 +71,7 @@ type Sweeper struct {
 	sopsSecret string
 	keys       client.Reader
 	rev        string
+	status     commitstatus.Status // the last status given to Statuses
 	files      int
 	items      []*item
 	skips      []Skip
@@ -270,6 +275,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 		s.emitEvents(&r)
 	}
 	count(&r)
+	s.postFinished(&r)
 	s.mu.Lock()
 	s.last = &r
 	s.mu.Unlock()
@@ -290,6 +296,7 @@ func (s *Sweeper) sweep(ctx context.Context) (Report, error) {
 	}
 	refetched := 0
 	if rev != s.rev || s.items == nil {
+		s.postStarted(rev)
 		snap, err := s.src.Snapshot(ctx, rev)
 		since(&ph.Fetch)
 		if err != nil {

@@ -53,6 +53,11 @@ func refused(format string, args ...any) error {
 // files on every request and print as [REDACTED].
 type Auth struct {
 	Bearer source.Credentials
+	// Scheme replaces "Bearer" before the Bearer credential (Gitea's "token").
+	Scheme string
+	// HeaderName, when set, carries the Bearer credential bare in this header instead of
+	// Authorization with a scheme (GitLab's PRIVATE-TOKEN).
+	HeaderName string
 	// BasicUser and BasicPassword: HTTP Basic (an IAM client id and secret).
 	BasicUser, BasicPassword source.Credentials
 }
@@ -67,8 +72,16 @@ func (a Auth) creds() []source.Credentials {
 	return out
 }
 
-// Header returns the value of the Authorization header for a. Exactly one scheme must be
-// configured: a is refused when it holds both or neither, so a request never carries two
+// name is the header the credential goes in: Authorization unless HeaderName says otherwise.
+func (a Auth) name() string {
+	if a.HeaderName != "" && !source.NoCredentials(a.Bearer) {
+		return a.HeaderName
+	}
+	return "Authorization"
+}
+
+// Header returns the value of the Authorization header (or of HeaderName) for a. Exactly
+// one scheme must be configured: a is refused when it holds both or neither, so a request never carries two
 // Authorization headers (a proxy or peer may pick either) and never leaves anonymous.
 func (a Auth) Header() (string, error) {
 	bearer := !source.NoCredentials(a.Bearer)
@@ -81,7 +94,14 @@ func (a Auth) Header() (string, error) {
 		if t.IsZero() {
 			return "", ErrNoCredentials
 		}
-		return "Bearer " + t.Reveal(), nil
+		if a.HeaderName != "" {
+			return t.Reveal(), nil
+		}
+		scheme := a.Scheme
+		if scheme == "" {
+			scheme = "Bearer"
+		}
+		return scheme + " " + t.Reveal(), nil
 	case basic:
 		if source.NoCredentials(a.BasicUser) || source.NoCredentials(a.BasicPassword) {
 			return "", refused("basic credentials need both the client id and the client secret")
@@ -261,7 +281,7 @@ func (t *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, refused("plain http to %s: https only, plain http only to a loopback host", req.URL.Hostname())
 	}
 	r := req.Clone(req.Context())
-	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie", t.auth.name()} {
 		r.Header.Del(h)
 	}
 	if req.URL.Scheme != t.scheme || req.URL.Host != t.host {
@@ -274,7 +294,7 @@ func (t *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 	case err != nil:
 		return nil, err
 	}
-	r.Header.Set("Authorization", hdr)
+	r.Header.Set(t.auth.name(), hdr)
 	resp, err := t.base.RoundTrip(r)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized || !replayable(req) {
 		return resp, t.auth.Scrub(err)
@@ -302,7 +322,7 @@ func (t *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		again.Body = body
 	}
-	again.Header.Set("Authorization", fresh)
+	again.Header.Set(t.auth.name(), fresh)
 	resp, err = t.base.RoundTrip(again)
 	return resp, t.auth.Scrub(err)
 }

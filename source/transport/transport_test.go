@@ -45,6 +45,8 @@ func TestAuthorizationHeader(t *testing.T) {
 		want string // empty means refused
 	}{
 		{"bearer", Auth{Bearer: fixed("t0k")}, "Bearer t0k"},
+		{"another scheme (Gitea)", Auth{Bearer: fixed("t0k"), Scheme: "token"}, "token t0k"},
+		{"a header of its own (GitLab)", Auth{Bearer: fixed("t0k"), HeaderName: "PRIVATE-TOKEN"}, "t0k"},
 		{"basic", Auth{BasicUser: fixed("id"), BasicPassword: fixed("s3cr3t")}, "Basic aWQ6czNjcjN0"},
 		{"both schemes refused", Auth{Bearer: fixed("t0k"), BasicUser: fixed("id"), BasicPassword: fixed("s3cr3t")}, ""},
 		{"none refused", Auth{}, ""},
@@ -80,7 +82,8 @@ type seen struct {
 func (s *seen) add(r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.got = append(s.got, r.Method+" "+r.URL.Path+" "+strings.Join(r.Header.Values("Authorization"), ","))
+	creds := append(r.Header.Values("Authorization"), r.Header.Values("Private-Token")...)
+	s.got = append(s.got, r.Method+" "+r.URL.Path+" "+strings.Join(creds, ","))
 }
 
 func (s *seen) all() []string {
@@ -129,6 +132,8 @@ func TestCredentialsNeverLeaveTheConfiguredOrigin(t *testing.T) {
 	}{
 		{"bearer", "Bearer pl4tform-t0ken", Auth{Bearer: fixed("pl4tform-t0ken")}},
 		{"basic", "Basic aWFtLWNsaWVudDppYW0tczNjcjN0", Auth{BasicUser: fixed("iam-client"), BasicPassword: fixed("iam-s3cr3t")}},
+		{"gitea scheme", "token g1tea-t0ken", Auth{Bearer: fixed("g1tea-t0ken"), Scheme: "token"}},
+		{"gitlab header", "gl4b-t0ken", Auth{Bearer: fixed("gl4b-t0ken"), HeaderName: "PRIVATE-TOKEN"}},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			c, _, err := New(srv.URL, a.auth, Options{})
