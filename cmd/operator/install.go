@@ -47,6 +47,7 @@ var processLocal = map[string]string{ //nolint:gosec // G101: flag names and rea
 	"gitops-webhook-secret-file":           "mounted from --gitops-webhook-secret",
 	"gitops-webhook-insecure":              "an installed webhook never runs open: a git source needs --gitops-webhook-secret",
 	"drive-token-file":                     "mounted from --drive-token-secret",
+	"commit-status-token-file":             "mounted from --commit-status-token-secret",
 	"agent-cloud-token-file":               "mounted from --agent-cloud-token-secret",
 	"agent-visor-client-id-file":           "mounted from --agent-visor-secret (key client-id)",
 	"agent-visor-client-secret-file":       "mounted from --agent-visor-secret (key client-secret)",
@@ -137,6 +138,8 @@ func (f *installFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitSSHSecret, "git-ssh-secret", "", "Secret holding the ssh private key (key identity) and the host keys (key known_hosts) of an ssh --git-url; host keys are always checked.")
 	fs.StringVar(&o.DriveTokenSecret.Name, "drive-token-secret", "", "Secret holding the platform's Bearer token for the drive loop (passed as --drive-token-file).")
 	fs.StringVar(&o.DriveTokenSecret.Key, "drive-token-secret-key", "token", "Key of the token in --drive-token-secret.")
+	fs.StringVar(&o.CommitStatusTokenSecret.Name, "commit-status-token-secret", "", "Secret holding the git host token commit statuses are posted with (passed as --commit-status-token-file); required with --commit-status.")
+	fs.StringVar(&o.CommitStatusTokenSecret.Key, "commit-status-token-secret-key", "token", "Key of the token in --commit-status-token-secret.")
 	fs.StringVar(&o.AgentCloudTokenSecret.Name, "agent-cloud-token-secret", "", "Secret holding the cloud API token for the agents loop (passed as --agent-cloud-token-file).")
 	fs.StringVar(&o.AgentCloudTokenSecret.Key, "agent-cloud-token-secret-key", "token", "Key of the token in --agent-cloud-token-secret.")
 	fs.StringVar(&o.AgentVisorSecret, "agent-visor-secret", "", "Secret holding visor's IAM client id and secret under the keys client-id and client-secret (agents loop).")
@@ -214,6 +217,9 @@ func (f *installFlags) complete() error {
 		return err
 	}
 	if err := f.checkDriveAndAgents(); err != nil {
+		return err
+	}
+	if err := f.checkCommitStatus(); err != nil {
 		return err
 	}
 	if err := f.completePlane(); err != nil {
@@ -351,6 +357,24 @@ func (f *installFlags) checkDriveAndAgents() error {
 		return errors.New("--agent-visor-url needs --agent-visor-secret (keys client-id and client-secret)")
 	}
 	return nil
+}
+
+// checkCommitStatus refuses --commit-status without the Secret of its token, the Secret
+// without --commit-status, and what `operator run` would refuse at start.
+func (f *installFlags) checkCommitStatus() error {
+	cs, secret := f.run.CommitStatus, f.o.CommitStatusTokenSecret.Name
+	switch {
+	case cs.Enabled() && secret == "":
+		return errors.New("--commit-status needs --commit-status-token-secret: the git host's token comes from a Secret")
+	case !cs.Enabled() && secret != "":
+		return errors.New("--commit-status-token-secret is set but --commit-status is not")
+	case !cs.Enabled():
+		return cs.Validate()
+	}
+	r := *f.run
+	r.Controllers, r.CommitStatus.TokenFile = f.o.Controllers, install.CommitStatusTokenFile
+	_, err := resolveCommitStatus(&r)
+	return err
 }
 
 // completePlane checks the in-process deploy plane's settings and sets its port.

@@ -11,6 +11,7 @@ import (
 	"github.com/openuniverse/operator/drive/plane/k8s"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/source/commitstatus"
 )
 
 // registerMetrics registers the collectors of every loop on controller-runtime's registry,
@@ -24,5 +25,6 @@ var registerMetrics = sync.OnceFunc(func() {
 		reconcile.Metrics(),
 		gitops.Metrics(),
 		k8s.Metrics(),
+		commitstatus.Metrics(),
 	)...)
 })

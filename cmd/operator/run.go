@@ -35,6 +35,7 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/commitstatus"
 	"github.com/openuniverse/operator/source/gitclone"
 	"github.com/openuniverse/operator/source/github"
 )
@@ -91,6 +92,8 @@ type runOptions struct {
 	FleetKinds fleetKindsOptions
 	// K8sPlane is the /v1/k8s cluster plane (k8splane.go).
 	K8sPlane k8sPlaneOptions
+	// CommitStatus posts each sweep's outcome on its commit (commitstatus.go).
+	CommitStatus commitstatus.Options
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
@@ -145,6 +148,8 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Fleet.BindFlags(fs)
 	o.FleetKinds.BindFlags(fs)
 	o.K8sPlane.BindFlags(fs) // off by default
+	o.CommitStatus = commitstatus.DefaultOptions()
+	o.CommitStatus.BindFlags(fs) // off by default
 }
 
 func newRunCommand() *cobra.Command {
@@ -195,6 +200,9 @@ func run(o *runOptions) error {
 	}
 	// a loop-driven Kind (Entry.Loop) says whether its loop runs in this process
 	o.Build.Loops = slices.Clone(o.Controllers)
+	if o.CommitStatus, err = resolveCommitStatus(o); err != nil {
+		return err
+	}
 	registerMetrics()
 	if err := validateBuild(o.Build); err != nil {
 		return err
@@ -392,6 +400,9 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 		return nil, err
 	}
 	sweeper.Recorder = mgr.GetEventRecorder(apply.RecorderGitOps)
+	if err := setupCommitStatus(mgr, o.CommitStatus, sweeper, ctrl.Log.WithName("commit-status")); err != nil {
+		return nil, err
+	}
 	secret, err := o.GitOps.WebhookSecret()
 	switch {
 	case err != nil:

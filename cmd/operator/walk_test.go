@@ -27,6 +27,9 @@ var notSettings = map[string]string{
 	"GitOps.State.Namespace": "set by setupGitOps from --namespace (the git path's ConfigMaps live in the operator's namespace)",
 	"GitOps.State.Inventory": "fixed: install.GitOpsInventory, granted by name in the generated RBAC",
 	"GitOps.State.Suspend":   "fixed: install.GitOpsSuspend, granted by name in the generated RBAC",
+	"CommitStatus.Burst":     "fixed: bursts of 5 posts (commitstatus.DefaultOptions); --commit-status-per-minute sets the rate",
+	"CommitStatus.Queue":     "fixed: 64 statuses wait at most, the oldest dropped (commitstatus.DefaultOptions)",
+	"CommitStatus.Timeout":   "fixed: 10 s per attempt (commitstatus.DefaultOptions)",
 	"Plane.StreamBuffer":     "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
 }
 

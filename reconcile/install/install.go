@@ -85,6 +85,9 @@ type InstallOptions struct {
 	// DriveTokenSecret holds the platform's Bearer token of the apps drive loop: mounted at
 	// DriveTokenFile and passed as --drive-token-file.
 	DriveTokenSecret SecretKey
+	// CommitStatusTokenSecret holds the git host token the commit statuses are posted with
+	// (--commit-status): mounted at CommitStatusTokenFile, passed as --commit-status-token-file.
+	CommitStatusTokenSecret SecretKey
 	// AgentCloudTokenSecret holds the cloud API token of the agents loop (AgentCloudTokenFile,
 	// --agent-cloud-token-file); AgentVisorSecret the IAM client id and secret visor
 	// authenticates, under the keys client-id and client-secret (AgentVisorIDFile,
@@ -154,6 +157,7 @@ const (
 	TokenFile             = "/var/run/secrets/openuniverse.dev/gitops-token/token"
 	WebhookSecretFile     = "/var/run/secrets/openuniverse.dev/gitops-webhook/secret"
 	DriveTokenFile        = "/var/run/secrets/openuniverse.dev/drive-token/token"
+	CommitStatusTokenFile = "/var/run/secrets/openuniverse.dev/commit-status-token/token"
 	AgentCloudTokenFile   = "/var/run/secrets/openuniverse.dev/agent-cloud-token/token"
 	AgentVisorIDFile      = "/var/run/secrets/openuniverse.dev/agent-visor-id/client-id"
 	AgentVisorSecretFile  = "/var/run/secrets/openuniverse.dev/agent-visor-secret/client-secret"
@@ -305,7 +309,7 @@ func OperatorObjects(o InstallOptions, reg kinds.Registry, mapper meta.RESTMappe
 		return nil, fmt.Errorf("install: replicas %d: want at least 1", o.Replicas)
 	}
 	for flag, sk := range map[string]SecretKey{"token": o.TokenSecret, "webhook": o.WebhookSecret, "drive token": o.DriveTokenSecret, "agent cloud token": o.AgentCloudTokenSecret,
-		"deploy plane client secret": o.PlaneClientSecret} {
+		"deploy plane client secret": o.PlaneClientSecret, "commit status token": o.CommitStatusTokenSecret} {
 		if sk.Name != "" && sk.Key == "" {
 			return nil, fmt.Errorf("install: the %s Secret %s needs a key", flag, sk.Name)
 		}
@@ -414,6 +418,7 @@ func Deployment(o InstallOptions) *appsv1.Deployment {
 	mount("gitops-token", o.TokenSecret, TokenFile, "gitops-token-file")
 	mount("gitops-webhook", o.WebhookSecret, WebhookSecretFile, "gitops-webhook-secret-file")
 	mount("drive-token", o.DriveTokenSecret, DriveTokenFile, "drive-token-file")
+	mount("commit-status-token", o.CommitStatusTokenSecret, CommitStatusTokenFile, "commit-status-token-file")
 	mount("agent-cloud-token", o.AgentCloudTokenSecret, AgentCloudTokenFile, "agent-cloud-token-file")
 	if o.AgentVisorSecret != "" {
 		mount("agent-visor-id", SecretKey{Name: o.AgentVisorSecret, Key: "client-id"}, AgentVisorIDFile, "agent-visor-client-id-file")
@@ -504,6 +509,7 @@ func ShardDeployment(o InstallOptions, i int) *appsv1.Deployment {
 	so.TokenSecret, so.WebhookSecret, so.DriveTokenSecret, so.AgentCloudTokenSecret = SecretKey{}, SecretKey{}, SecretKey{}, SecretKey{}
 	so.AgentVisorSecret, so.GitSSHSecret, so.PlaneClientSecret, so.PlanePort = "", "", SecretKey{}, 0
 	so.FleetKinds, so.FleetSweeps, so.K8sPlanePort, so.SOPSAgeSecret = false, false, 0, "" // shards run no fleet, cluster plane or git sweep
+	so.CommitStatusTokenSecret = SecretKey{}
 	so.RunArgs = nil
 	for _, a := range o.RunArgs {
 		if shardArg(a) {
