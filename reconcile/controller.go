@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -59,6 +60,9 @@ type memory struct {
 	// resourceVersion that write was computed from.
 	statusAt   time.Time
 	statusFrom string
+	// upgrading is set while the CR's upgrade is Preflighting or Rolling: the pod watch
+	// (upgradePod) wakes it then, and only then. Read by the watch's handler, hence atomic.
+	upgrading atomic.Bool
 }
 
 // memories holds the memory of every CR; one reconcile at a time touches a CR's entry
@@ -82,6 +86,15 @@ func (ms *memories) of(cr metav1.Object) *memory {
 		ms.m[key] = m
 	}
 	return m
+}
+
+// upgrading tells whether the CR at key has an upgrade its pods decide (memory.upgrading);
+// false for a CR this process has not reconciled yet.
+func (ms *memories) upgrading(key types.NamespacedName) bool {
+	ms.mu.Lock()
+	m := ms.m[key]
+	ms.mu.Unlock()
+	return m != nil && m.upgrading.Load()
 }
 
 func (ms *memories) forget(key types.NamespacedName) {
@@ -207,7 +220,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	s.wake.Failures, s.wake.StuckPods, s.wake.Status = s.mem.failures, s.obs.PodProblem != "", wait
 	res, why := next(status, s.outcome, s.wake)
 	if up := s.upgrade; up != nil && up.requeue > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > up.requeue) {
-		res.RequeueAfter, why = up.requeue, "look at the upgrade again (pre-flight pods do not wake the controller)"
+		res.RequeueAfter, why = up.requeue, "look at the upgrade again (a backstop: its pods and Deployment wake it)"
 	}
 	log.V(1).Info("Reconciled", "phase", status.Phase, "message", status.Message, "requeueAfter", res.RequeueAfter.String(), "next", why)
 	return res, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions/check"
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -117,6 +119,8 @@ func runKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) (*s
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		// as operator run: children read from the Owns caches
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// as operator run: Pods cached only when our builders labelled them
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: reconcile.PodCache()}},
 		// SetupKinds runs more than once in this test binary; controller names repeat
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, Logger: log})
 	if err != nil {

@@ -9,12 +9,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -118,6 +120,11 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 				indexed[child] = true
 			}
 			b = b.Owns(u)
+		}
+		if o.upgrades && e.ServiceSpec != nil {
+			// The upgrade machine decides from the candidate's pods and the pre-flight pod:
+			// their status changes wake the CR while its upgrade is in flight (upgradePod).
+			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.upgradePod), builder.WithPredicates(podHealthMoved))
 		}
 		for _, in := range e.Inputs {
 			if !served(in) {

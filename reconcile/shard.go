@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -44,7 +45,8 @@ func (s Shard) Validate() error {
 // CacheOptions restricts the manager's caches: every informer to the namespaces
 // (cache.Options.DefaultNamespaces), and the informers of the CRs of reg that mapper serves
 // to the label selector; the children are selected by namespace only, as they do not carry
-// the CR's labels. (A Kind served later restarts the operator, see SetupKinds.)
+// the CR's labels; Pods to those our builders label, without managedFields (PodCache). (A
+// Kind served later restarts the operator, see SetupKinds.)
 func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMapper) (cache.Options, error) {
 	var o cache.Options
 	if err := s.Validate(); err != nil {
@@ -56,9 +58,9 @@ func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMa
 			o.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()}
 	if s.LabelSelector != "" {
 		sel, _ := labels.Parse(s.LabelSelector)
-		o.ByObject = map[client.Object]cache.ByObject{}
 		for _, e := range reg {
 			gvk := e.GroupVersionKind(group)
 			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {

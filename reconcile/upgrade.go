@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/pkg/ssa/normalize"
@@ -48,8 +49,9 @@ const (
 	ConditionUpgradeLatched = "UpgradeLatched"
 )
 
-// upgradeRequeue is how soon a CR with an upgrade in flight is looked at again: pre-flight pods
-// are not controlled children, so nothing else wakes the controller when one becomes ready.
+// upgradeRequeue is how soon a CR with an upgrade in flight is looked at again, a backstop
+// only: the Owns watch on the Deployment and the pod watch (upgradePod: the candidate's pods
+// and the pre-flight pod) wake the CR when what the machine decides from moves.
 const upgradeRequeue = 10 * time.Second
 
 var (
@@ -137,13 +139,18 @@ func readUpgradeState(cr kinds.Object) (upgradeState, error) {
 var errCacheBehind = errors.New("the cache is behind the CR")
 
 // step runs the upgrade machine for one CR whose children were just built. It returns nil
-// for a CR that is not Service-shaped or has no Deployment.
+// for a CR that is not Service-shaped or has no Deployment. upgrading is set while the
+// upgrade is decided by its pods (watchesPods), from before they are read, so a pod event
+// arriving during the reconcile wakes the CR again; an error leaves it as it was (the
+// reconcile is retried).
 //
 //nolint:funlen,gocyclo // one branch per observation the machine needs; the decision is upgrade.Plan's
-func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desired []*unstructured.Unstructured, previous []metav1.Condition) (*upgradeStep, error) {
+func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desired []*unstructured.Unstructured, previous []metav1.Condition,
+	upgrading *atomic.Bool) (*upgradeStep, error) {
 	if r.Upgrades == nil || r.Entry.ServiceSpec == nil {
 		return nil, nil
 	}
+
 	spec := r.Entry.ServiceSpec(cr)
 	dep := findDeployment(desired, cr.GetName())
 	if spec == nil || dep == nil {
@@ -170,6 +177,7 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 	}
 	step := &upgradeStep{state: prev}
 	if !u.Enabled || !asks {
+		upgrading.Store(false)
 		// The gate is closed: a CR latched Failed stays on lastGood until its spec changes
 		// (turning the machine off must not release a known-bad image); otherwise spec.image
 		// is applied directly, and an upgrade left in flight (the gate closed mid-way) is
@@ -219,6 +227,7 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 	if active {
 		snapshots := u.Served != nil && u.Served(gvkVolumeSnapshot)
 		if refusal := upgrade.Refuse(cr.GetName(), spec, cfg, snapshots); refusal != nil {
+			upgrading.Store(false)
 			step.condition = &metav1.Condition{Type: ConditionUpgradeRefused, Status: metav1.ConditionTrue, Reason: refusal.Reason, Message: refusal.Message}
 			if err := r.sweepPreflight(ctx, cr, ""); err != nil {
 				return nil, err
@@ -235,6 +244,9 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 			return step, nil
 		}
 	}
+	if p := prev.Upgrade; p != nil && p.TargetImage == desiredImage && watchesPods(upgrade.Phase(p.Phase)) {
+		upgrading.Store(true)
+	}
 	obs := upgrade.Observed{Name: cr.GetName(), Desired: desiredImage, Running: running, Healthy: healthy,
 		LastGood: prev.LastGoodImage, Upgrade: prev.Upgrade, History: prev.UpgradeHistory}
 	if p := prev.Upgrade; p != nil && p.TargetImage == desiredImage {
@@ -248,6 +260,7 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 		}
 	}
 	d := upgrade.Plan(obs, cfg, r.Now())
+	upgrading.Store(watchesPods(d.Phase()))
 	r.recordUpgrade(ctx, cr, prev, d)
 	revertNote, revertRequeue := r.revertInGit(ctx, cr, spec, &d)
 	if d.Image != desiredImage {
@@ -329,7 +342,7 @@ func (r *KindReconciler) upgrade(ctx context.Context, s *scope) error {
 	if s.halted {
 		return nil
 	}
-	up, err := r.upgradeStep(ctx, s.cr, s.desired, s.previous.Conditions)
+	up, err := r.upgradeStep(ctx, s.cr, s.desired, s.previous.Conditions, &s.mem.upgrading)
 	if err != nil {
 		return err
 	}
