@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,6 +244,7 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 		co.Logger = log
 		// as the home manager: children are watched (Owns) as unstructured objects
 		co.Client = client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+		co.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()}
 		if bound.Bounded() {
 			// a bounded registration's transport refuses a list across namespaces: the
 			// cache watches the bound's namespaces, each on its own
