@@ -24,6 +24,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 )
 
 var (
@@ -65,7 +66,7 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		return err == nil
 	}
-	ups := &Upgrades{Enabled: o.upgrades, Client: direct, Served: served, Git: o.git}
+	ups := &Upgrades{Enabled: o.upgrades, Client: direct, Served: served, Git: o.git, Alerts: o.alerts}
 	// The collector runs whatever the gate says: pre-flights left by a gate since closed are
 	// reclaimed too.
 	if err := mgr.Add(&PreflightGC{Client: direct, Served: served, Interval: o.gcInterval, Grace: o.gcGrace, Now: time.Now,
@@ -202,7 +203,12 @@ type setupOptions struct {
 	git                 source.CRCommitter
 	concurrency         int
 	build               kinds.Context
+	alerts              alert.Hook
 }
+
+// WithAlerts gives the upgrade machine the alert hook (cmd/operator's alert.Sink): an
+// upgrade that reaches RollingBack or Failed is alerted (nil: none).
+func WithAlerts(h alert.Hook) SetupOption { return func(o *setupOptions) { o.alerts = h } }
 
 // WithBuildContext gives every build the operator's settings beyond the CR
 // (Context.AllowUnverifiedSeed, --allow-unverified-seed; Context.StaticServerImage,

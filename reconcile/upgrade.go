@@ -29,6 +29,7 @@ import (
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/upgrade"
 )
 
@@ -92,6 +93,8 @@ type Upgrades struct {
 	// Off, when set, is why the machine never runs here whatever the gate (a registered
 	// cluster's controllers): the UpgradePolicyIgnored message.
 	Off string
+	// Alerts, when set, receives an alert when an upgrade reaches RollingBack or Failed.
+	Alerts alert.Hook
 }
 
 // Events of the revert in git (the registry's, kinds/condition).
@@ -370,6 +373,9 @@ func (r *KindReconciler) recordUpgrade(ctx context.Context, cr kinds.Object, pre
 		}
 		r.Recorder.Eventf(cr, nil, typ, ev.Reason, "Upgrade", "%s", ev.Message)
 	}
+	if e := upgradeAlert(r.Entry.Kind, cr, prevPhase, d); e != nil && r.Upgrades != nil && r.Upgrades.Alerts != nil {
+		r.Upgrades.Alerts.Alert(*e)
+	}
 	if d.Event != nil && d.Event.Reason == upgrade.ReasonStarted {
 		metricUpgrades.WithLabelValues(r.Entry.Kind, "started").Inc()
 	}
@@ -378,6 +384,27 @@ func (r *KindReconciler) recordUpgrade(ctx context.Context, cr kinds.Object, pre
 			upgrade.ResultPreflightFailed: "preflight_failed", upgrade.ResultSuperseded: "superseded"}[d.Record.Result]
 		metricUpgrades.WithLabelValues(r.Entry.Kind, name).Inc()
 	}
+}
+
+// upgradeAlert is the alert of a transition into RollingBack or Failed (nil for any other),
+// in the words of its Event. It is pure.
+func upgradeAlert(kind string, cr kinds.Object, prev upgrade.Phase, d upgrade.Decision) *alert.Event {
+	next := d.Phase()
+	if next == prev || (next != upgrade.RollingBack && next != upgrade.Failed) {
+		return nil
+	}
+	summary := d.Reason
+	if d.Event != nil {
+		summary = d.Event.Message
+	}
+	target := ""
+	if d.Upgrade != nil {
+		target = d.Upgrade.TargetImage
+	}
+	obj := kind + " " + cr.GetNamespace() + "/" + cr.GetName()
+	return &alert.Event{Kind: alert.UpgradeRolledBack, Warning: true, Object: obj,
+		Summary: string(next) + ": " + summary + "; production runs " + d.Image,
+		Key:     string(alert.UpgradeRolledBack) + "|" + obj + "|" + target + "|" + string(next)}
 }
 
 // buildAt builds the CR as if its spec named image: every child, the Deployment's image, its

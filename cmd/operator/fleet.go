@@ -28,6 +28,7 @@ import (
 	"github.com/openuniverse/operator/reconcile/fleet"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 )
 
 // fleetOptions configures the fleet: the registered clusters the git sweep reaches.
@@ -80,6 +81,8 @@ type fleetSweeps struct {
 	trig   *gitops.Trigger
 	log    logr.Logger
 	now    func() time.Time
+	// alerts receives each cluster's sweep alerts (--alerts-secret); nil: none.
+	alerts alert.Hook
 
 	mu      sync.Mutex
 	running map[string]*clusterSweep
@@ -123,7 +126,7 @@ func setupFleet(mgr ctrl.Manager, o *runOptions, shared *fleet.Fleet, src source
 	f := &fleetSweeps{
 		fleet: shared.Reading(fleet.Registry{Reader: fc}, fleet.SecretStore{Reader: fc, Namespace: o.Namespace}),
 		cache: fc, status: mgr.GetClient(), apiGrp: o.APIGroup, opts: o.GitOps, trig: gitops.NewTrigger(), log: log, now: time.Now,
-		running: map[string]*clusterSweep{}, rows: map[string]gitops.Report{},
+		running: map[string]*clusterSweep{}, rows: map[string]gitops.Report{}, alerts: o.alertHook(),
 	}
 	f.head = &sharedHead{src: src, moved: f.headMoved}
 	if o.Fleet.AllowNonRoutable {
@@ -342,6 +345,7 @@ func (f *fleetSweeps) sweeper(key string, t fleetTarget, b *fleet.Bound) (*gitop
 		return nil, err
 	}
 	sw.Cluster = key
+	sw.Alerts = f.alerts
 	return sw, nil
 }
 

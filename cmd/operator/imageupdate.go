@@ -70,6 +70,7 @@ func setupImageUpdate(mgr ctrl.Manager, o *runOptions, creds *source.TokenFile, 
 		Registry: reg,
 		Writers:  waking(ownFor(u, writers(o, own), writersWith(o, nil, false)), wake, ctrl.Log.WithName("imageupdate")),
 		Recorder: mgr.GetEventRecorder("universe-operator-imageupdate"),
+		Alerts:   o.alertHook(),
 		Tenancy:  o.Tenancy,
 		Universe: u,
 	}

@@ -295,6 +295,7 @@ func (f *installFlags) deriveRunArgs() {
 	// (--gitops-namespaces=*, or none named). Named, the caches are kept to them too.
 	owned := append(gitops.SplitList(get("gitops-namespaces")), gitops.SplitList(get("watch-namespaces"))...)
 	f.o.OwnedNamespaces, f.o.GitServiceAccount, f.o.TenantPullSource = nil, get("gitops-service-account"), get("tenant-pull-secret-source")
+	f.o.AlertsSecret = get("alerts-secret")
 	if f.o.TenantPullSource == "" {
 		f.o.TenantPullSource = f.o.Namespace + "/" + get("tenant-pull-secret")
 	}

@@ -31,6 +31,7 @@ var capabilityInstall = []string{"install", "--print", "--image", "registry.exam
 	"--deploy-plane-oidc-client-id", "dash", "--deploy-plane-oidc-client-secret", "dash-oauth", "--deploy-plane-public-url", "https://deploy.example",
 	"--fleet", "--gitops-sops-age-secret", "universe-system/age-keys",
 	"--k8s-plane-bind-address", ":8091", "--k8s-plane-oidc-issuer", "https://id.example", "--k8s-plane-oidc-audience", "k8s-plane",
+	"--alerts-secret", "alerts",
 }
 
 // runOf parses a container's arguments with operator run's flags.
@@ -67,8 +68,8 @@ func TestInstallEveryCapability(t *testing.T) {
 		"deploy-plane-bind-address": o.Plane.BindAddress, "deploy-plane-oidc-issuer": o.Plane.Auth.Issuer,
 		"deploy-plane-oidc-audience": o.Plane.Auth.Audience, "deploy-plane-oidc-client-id": o.Plane.ClientID,
 		"deploy-plane-oidc-client-secret-file": o.Plane.ClientSecretFile, "deploy-plane-public-url": o.Plane.PublicURL,
-		"leader-elect": o.LeaderElect,
-		"fleet":        o.Fleet.On, "gitops-sops-age-secret": o.GitOps.SOPSAgeSecret,
+		"leader-elect": o.LeaderElect, "alerts-secret": o.AlertsSecret,
+		"fleet": o.Fleet.On, "gitops-sops-age-secret": o.GitOps.SOPSAgeSecret,
 		"k8s-plane-bind-address": o.K8sPlane.BindAddress, "k8s-plane-oidc-issuer": o.K8sPlane.Issuer, "k8s-plane-oidc-audience": o.K8sPlane.Audience,
 	}
 	want := map[string]any{
@@ -80,8 +81,8 @@ func TestInstallEveryCapability(t *testing.T) {
 		"drive-token-file": install.DriveTokenFile, "deploy-plane-bind-address": ":8443", "deploy-plane-oidc-issuer": "https://id.example",
 		"deploy-plane-oidc-audience": "deploy", "deploy-plane-oidc-client-id": "dash",
 		"deploy-plane-oidc-client-secret-file": install.PlaneClientSecretFile, "deploy-plane-public-url": "https://deploy.example",
-		"leader-elect": true,
-		"fleet":        true, "gitops-sops-age-secret": "universe-system/age-keys",
+		"leader-elect": true, "alerts-secret": "alerts",
+		"fleet": true, "gitops-sops-age-secret": "universe-system/age-keys",
 		"k8s-plane-bind-address": ":8091", "k8s-plane-oidc-issuer": "https://id.example", "k8s-plane-oidc-audience": "k8s-plane",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

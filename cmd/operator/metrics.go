@@ -11,6 +11,7 @@ import (
 	"github.com/openuniverse/operator/drive/plane/k8s"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/source/commitstatus"
 )
 
@@ -26,5 +27,6 @@ var registerMetrics = sync.OnceFunc(func() {
 		gitops.Metrics(),
 		k8s.Metrics(),
 		commitstatus.Metrics(),
+		alert.Metrics(),
 	)...)
 })

@@ -35,6 +35,7 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/install"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/source/commitstatus"
 	"github.com/openuniverse/operator/source/gitclone"
 	"github.com/openuniverse/operator/source/github"
@@ -104,6 +105,10 @@ type runOptions struct {
 	driveToken, agentToken *memoryToken
 	// loaded is where each value came from, and the loops' decisions (loadConfig).
 	loaded *loaded
+	// AlertsSecret is --alerts-secret: the Secret of the operator's namespace that names the
+	// alert targets (source/alert); alerts is its running sink, nil without it.
+	AlertsSecret string
+	alerts       *alert.Sink
 }
 
 func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
@@ -128,6 +133,7 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.UpgradeFSM, "upgrade-fsm", false, "Run the health-gated upgrade machine for CRs with spec.upgradePolicy.enabled (also UPGRADE_FSM_ENABLED=true); without it they say UpgradePolicyIgnored, and CRs latched Failed stay on their last good image until their spec changes (UpgradeLatched).")
 	fs.DurationVar(&o.PreflightGCEvery, "preflight-gc-interval", 600*time.Second, "How often orphaned pre-flight resources are collected (floor 30s).")
 	fs.DurationVar(&o.PreflightGCGrace, "preflight-gc-grace", 300*time.Second, "Pre-flight resources younger than this are never collected.")
+	fs.StringVar(&o.AlertsSecret, "alerts-secret", "", "Secret of the operator's namespace naming the alert targets: keys "+alert.KeySlackURL+" (a Slack-compatible incoming webhook), "+alert.KeyWebhookURL+" and "+alert.KeyWebhookKey+" (a JSON webhook signed with HMAC-SHA256); read once at start, refused at start when missing or malformed. Empty: no alerts.")
 	fs.IntVar(&o.KindConcurrency, "kind-concurrency", reconcile.DefaultKindConcurrency, "How many CRs of each Kind are reconciled at once.")
 	bindBuildFlags(fs, &o.Build)
 	fs.StringSliceVar(&o.ProtectedSecrets, "gitops-protected-secrets", defaultProtectedSecrets,
@@ -272,10 +278,13 @@ func run(o *runOptions) error {
 		}
 	}
 	mux := http.NewServeMux() // POST /reconcile and GET /gitops
+	if err := setupAlerts(mgr, mapper, o, ctrl.Log.WithName("alerts")); err != nil {
+		return err
+	}
 
 	var gw *gitWrite // the write path to the universe repository; nil without the sweep
 	kindOpts := []reconcile.SetupOption{reconcile.WithUpgrades(o.UpgradeFSM), reconcile.WithPreflightGC(o.PreflightGCEvery, o.PreflightGCGrace),
-		reconcile.WithConcurrency(o.KindConcurrency), reconcile.WithBuildContext(o.Build)}
+		reconcile.WithConcurrency(o.KindConcurrency), reconcile.WithBuildContext(o.Build), reconcile.WithAlerts(o.alertHook())}
 	if wantGitWrite(o) {
 		gw = &gitWrite{}
 		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))
@@ -403,6 +412,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 	if err := setupCommitStatus(mgr, o.CommitStatus, sweeper, ctrl.Log.WithName("commit-status")); err != nil {
 		return nil, err
 	}
+	sweeper.Alerts = o.alertHook()
 	secret, err := o.GitOps.WebhookSecret()
 	switch {
 	case err != nil:

@@ -22,6 +22,7 @@ var notSettings = map[string]string{
 	"driveToken":             "a token the Rust environment gives as a value (APPS_SERVICE_TOKEN …), held in memory: install mounts --drive-token-secret instead",
 	"agentToken":             "AGENT_DEPLOY_SERVICE_TOKEN, held in memory: install mounts --agent-cloud-token-secret instead",
 	"loaded":                 "the origins of the values, from loadConfig",
+	"alerts":                 "the running alert sink, set by setupAlerts from --alerts-secret",
 	"GitHub.MaxFileBytes":    "set from --gitops-max-file-bytes at start",
 	"Git.MaxFileBytes":       "set from --gitops-max-file-bytes at start",
 	"GitOps.State.Namespace": "set by setupGitOps from --namespace (the git path's ConfigMaps live in the operator's namespace)",

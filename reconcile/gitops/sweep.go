@@ -31,6 +31,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/source/commitstatus"
 )
 
@@ -43,6 +44,8 @@ type Sweeper struct {
 	// Recorder, when set, records Events on the objects whose drift a sweep reverted or
 	// that it could not apply.
 	Recorder events.EventRecorder
+	// Alerts, when set, receives the alerts of each sweep (Alerts): failing, drift reverted.
+	Alerts alert.Hook
 	// Cluster names the cluster this sweep applies to in its reports and log lines
 	// (Report.Cluster); empty without a fleet.
 	Cluster string
@@ -276,6 +279,10 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	}
 	count(&r)
 	s.postFinished(&r)
+	s.mu.Lock()
+	prev := s.last
+	s.mu.Unlock()
+	s.alert(prev, &r)
 	s.mu.Lock()
 	s.last = &r
 	s.mu.Unlock()

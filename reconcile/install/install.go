@@ -123,6 +123,9 @@ type InstallOptions struct {
 	// namespace/name; empty means <Namespace>/<the default pull Secret>. In the operator's
 	// namespace the operator may get that one Secret there.
 	TenantPullSource string
+	// AlertsSecret is operator run's --alerts-secret: the operator may get that one Secret
+	// of its namespace (the alert targets).
+	AlertsSecret string
 	// Plane, when set, installs the deploy plane as its own Deployment and Service
 	// (PlaneDeployment, PlaneService).
 	Plane *PlaneOptions

@@ -222,6 +222,9 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 	}
 	everyLoop := []string{LoopRun}
 	needs = append(needs, capabilityNeeds(o)...)
+	if o.AlertsSecret != "" {
+		need(everyLoop, InHome, "", []string{"secrets"}, []string{"get"}, "--alerts-secret: the alert targets, read once at start, and no other Secret", o.AlertsSecret)
+	}
 	need(everyLoop, InOwned, "", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "events.k8s.io", []string{"events"}, verbsEvents, "Events on the objects of each loop")
 	need(everyLoop, InOwned, "", []string{"events"}, []string{"list"}, "the deploy plane's events route: an application's Events (uncached, by involved object)")

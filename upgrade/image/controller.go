@@ -29,6 +29,7 @@ import (
 	"github.com/openuniverse/operator/kinds/condition"
 	v1 "github.com/openuniverse/operator/kinds/v1"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 )
 
 // PushBranchPrefix is where every pushBranch lives: an ImageUpdate proposes on a branch of
@@ -62,6 +63,8 @@ type Reconciler struct {
 	// sweep after a push (cmd/operator), so this controller never asks it.
 	Writers  WriterFor
 	Recorder events.EventRecorder
+	// Alerts, when set, receives an alert for each tag bump pushed (ImageUpdateCommitted).
+	Alerts alert.Hook
 	// Universe is the repository the operator follows (its token writes there); nil when the
 	// sweep is off. A file of it is rewritten only when the finder sees it declaring an object
 	// of the ImageUpdate's namespace.
@@ -109,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if out.Pushed != nil {
 		r.event(cr, corev1.EventTypeNormal, ReasonPushed, out.Message)
+		if r.Alerts != nil {
+			r.Alerts.Alert(CommittedAlert(cr, out))
+		}
 	} else if Class(out.Reason) != condition.Ready && conditionReason(cr.Status, condition.TypeReady) != out.Reason {
 		r.event(cr, corev1.EventTypeWarning, out.Reason, out.Message)
 	}
@@ -438,6 +444,17 @@ func conditionReason(s v1.ImageUpdateStatus, typ string) string {
 		}
 	}
 	return ""
+}
+
+// CommittedAlert is the alert of a pushed tag bump, in the words of its Event. It is pure.
+func CommittedAlert(cr *v1.ImageUpdate, out Outcome) alert.Event {
+	obj := "ImageUpdate " + cr.Namespace + "/" + cr.Name
+	e := alert.Event{Kind: alert.ImageUpdateCommitted, Object: obj, Summary: out.Message,
+		Key: string(alert.ImageUpdateCommitted) + "|" + obj + "|" + out.Latest}
+	if out.Pushed != nil {
+		e.Revision = out.Pushed.Commit
+	}
+	return e
 }
 
 func (r *Reconciler) event(cr *v1.ImageUpdate, typ, reason, msg string) {
