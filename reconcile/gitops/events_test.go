@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/source/alert"
 )
 
 // TestEventForAKindNoAPIServes: an object whose kind no API serves fails by name and gets
@@ -24,6 +25,8 @@ func TestEventForAKindNoAPIServes(t *testing.T) {
 	sw, _, _ := newTestSweeper(t, src, ns)
 	rec := events.NewFakeRecorder(10)
 	sw.Recorder = rec
+	hook := &alertLog{}
+	sw.Alerts = hook
 	for i := range 2 { // the second sweep retries the unknown kind
 		r := sw.Sweep(context.Background())
 		if r.Error != "" || r.Summary.Errors != 1 || r.Summary.Created+r.Summary.InSync != 2 {
@@ -42,6 +45,10 @@ func TestEventForAKindNoAPIServes(t *testing.T) {
 		default:
 			t.Errorf("sweep %d: no %s event for the Gizmo", i, EventApplyFailed)
 		}
+	}
+	// the same transitions reach the alert hook: one SweepFailed for two failing sweeps
+	if len(hook.got) != 1 || hook.got[0].Kind != alert.SweepFailed || !strings.Contains(strings.Join(hook.got[0].Details, "\n"), "gizmo.yaml: no API serves") {
+		t.Errorf("alerts %+v, want one SweepFailed naming gizmo.yaml", hook.got)
 	}
 }
 
@@ -77,3 +84,8 @@ func TestEventRefusalMasked(t *testing.T) {
 		t.Fatalf("no %s event for the Deployment", EventApplyFailed)
 	}
 }
+
+// alertLog is an alert.Hook that keeps what it gets.
+type alertLog struct{ got []alert.Event }
+
+func (l *alertLog) Alert(e alert.Event) { l.got = append(l.got, e) }
