@@ -76,6 +76,10 @@ type Result struct {
 	// Reason names why a git-sweep object was held or not applied (DependencyNotReady,
 	// DependencyCycle, PathSuspended, ...); empty otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Health is the object's kstatus (Current, InProgress, Failed, Terminating, NotFound,
+	// Unknown) from the git sweep's watch, with its message; set by the git sweep only.
+	Health        string `json:"health,omitempty"`
+	HealthMessage string `json:"healthMessage,omitempty"`
 }
 
 // Applier server-side applies objects through fluxcd/pkg/ssa under one field manager,

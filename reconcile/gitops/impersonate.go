@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +17,7 @@ import (
 // impersonator holds the git path's clients as --gitops-service-account: in each target
 // namespace, the ServiceAccount of that name there (Flux's multi-tenancy lockdown), so an
 // object from git lands only where the namespace's own RBAC lets that ServiceAccount write
-// it. One applier and one metadata client per namespace, built on first use and kept.
+// it. One applier, one metadata and one dynamic client per namespace, built on first use and kept.
 // Namespaces and CRDs (cluster-scoped, gated by the scope) stay the operator's own.
 type impersonator struct {
 	cfg    *rest.Config
@@ -30,6 +31,7 @@ type impersonator struct {
 type tenantClients struct {
 	applier *apply.Applier
 	meta    metadata.Interface
+	dyn     dynamic.Interface
 	err     error
 }
 
@@ -61,6 +63,10 @@ func (im *impersonator) get(ns string) *tenantClients {
 	}
 	if tc.meta, err = metadata.NewForConfigAndClient(cfg, hc); err != nil {
 		tc.err = fmt.Errorf("gitops metadata client as %s: %w", im.User(ns), err)
+		return tc
+	}
+	if tc.dyn, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
+		tc.err = fmt.Errorf("gitops dynamic client as %s: %w", im.User(ns), err)
 		return tc
 	}
 	tc.applier = &apply.Applier{Client: NeverDelete(c), Manager: kinds.ManagerGitOps, Concurrency: 1}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
 
 	"github.com/openuniverse/operator/reconcile/apply"
@@ -353,8 +354,14 @@ func topoOrder(byPath map[string]PathSpec, all map[string]bool) []string {
 }
 
 // Ready reports whether a result lets the objects that need it proceed: applied (created,
-// updated, in sync, adopted), or suspended and in sync. It is pure.
+// updated, in sync, adopted), or suspended and in sync, and healthy (kstatus Current)
+// where its health is known (see HealthKnown; without a synced watch, applied is ready).
+// It is pure.
 func Ready(r apply.Result) bool {
+	return appliedOK(r) && (!HealthKnown(r.Health) || r.Health == string(kstatus.CurrentStatus))
+}
+
+func appliedOK(r apply.Result) bool {
 	switch r.Action {
 	case apply.Created, apply.Updated, apply.InSync, apply.Adopted:
 		return true
@@ -365,8 +372,9 @@ func Ready(r apply.Result) bool {
 }
 
 // Hold decides whether step i of o is held, given the results so far (indexed like the
-// applies): its refusal, else the first object of a needed step that is not Ready. It is
-// pure.
+// applies, each with the health observed of it): its refusal, else the first object of a
+// needed step that is not Ready, named with its action or, applied but not healthy, its
+// health. It is pure.
 func Hold(o Order, i int, results []apply.Result) (Reason, string) {
 	st := o.Steps[i]
 	if st.Refused != "" {
@@ -379,6 +387,13 @@ func Hold(o Order, i int, results []apply.Result) (Reason, string) {
 				what := fmt.Sprintf("path %s", need.Path)
 				if need.Path == st.Path {
 					what = fmt.Sprintf("wave %d of path %s", need.Wave, need.Path)
+				}
+				if appliedOK(r) {
+					msg := fmt.Sprintf("held: %s is not healthy (%s %s", what, r.Object, r.Health)
+					if r.HealthMessage != "" {
+						msg += ": " + r.HealthMessage
+					}
+					return ReasonDependencyNotReady, msg + ")"
 				}
 				return ReasonDependencyNotReady, fmt.Sprintf("held: %s is not ready (%s %s)", what, r.Object, r.Action)
 			}

@@ -163,6 +163,14 @@ func TestHold(t *testing.T) {
 		{"an earlier wave not ready holds the next", 2, res(apply.Created, apply.Failed, ""), ReasonDependencyNotReady, "wave 0 of path web"},
 		{"a suspended dependency with drift holds", 1, res(Suspended, "", ""), ReasonDependencyNotReady, "SUSPENDED"},
 		{"an object the scope refused (no result) does not hold", 1, res("", "", ""), "", ""},
+		{"applied and Current lets the dependent go", 1, health(res(apply.Created, "", ""), 0, "Current", ""), "", ""},
+		{"applied but InProgress holds, naming object and health", 1, health(res(apply.Created, "", ""), 0, "InProgress", "Deployment generation is 1, but latest observed generation is 0"),
+			ReasonDependencyNotReady, "held: path db is not healthy (ConfigMap/ns/db InProgress: Deployment generation is 1, but latest observed generation is 0)"},
+		{"in sync but Failed holds", 1, health(res(apply.InSync, "", ""), 0, "Failed", "Progress deadline exceeded"), ReasonDependencyNotReady, "not healthy (ConfigMap/ns/db Failed: Progress deadline exceeded)"},
+		{"NotFound after apply holds", 1, health(res(apply.InSync, "", ""), 0, "NotFound", ""), ReasonDependencyNotReady, "ConfigMap/ns/db NotFound)"},
+		{"unknown health (no synced watch): applied is ready", 1, health(res(apply.Created, "", ""), 0, "Unknown", "no watch"), "", ""},
+		{"an earlier wave not healthy holds the next", 2, health(res(apply.Created, apply.Created, ""), 1, "Terminating", ""), ReasonDependencyNotReady, "wave 0 of path web is not healthy"},
+		{"a failed dependency is named by its action, whatever its health", 1, health(res(apply.Failed, "", ""), 0, "Current", ""), ReasonDependencyNotReady, "not ready (ConfigMap/ns/db ERROR)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, msg := Hold(o, tc.step, tc.results)
@@ -171,6 +179,12 @@ func TestHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// health sets the observed health of result i.
+func health(rs []apply.Result, i int, status, msg string) []apply.Result {
+	rs[i].Health, rs[i].HealthMessage = status, msg
+	return rs
 }
 
 func TestSuspendedBy(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,7 +38,10 @@ type Report struct {
 	// Results has one entry per applied object, in plan order; objects the
 	// idle check found in sync are in-sync without an apply.
 	Results []apply.Result `json:"results,omitempty"`
-	Skips   []Skip         `json:"skips,omitempty"`
+	// Paths is each git path's health (the worst of its objects'), by path; GET /gitops
+	// serves it as the watches see it now, not as at the sweep.
+	Paths []PathHealth `json:"paths,omitempty"`
+	Skips []Skip       `json:"skips,omitempty"`
 	// Files names the file each planned object came from (the deploy plane's rollback
 	// commits there); not served.
 	Files map[apply.ObjRef]string `json:"-"`
@@ -88,6 +92,8 @@ type Summary struct {
 	Suspended         int `json:"suspended,omitempty"`
 	Orphaned          int `json:"orphaned,omitempty"`
 	InventoryOverflow int `json:"inventoryOverflow,omitempty"`
+	// Health counts the planned objects by kstatus.
+	Health HealthCounts `json:"health"`
 }
 
 // OutOfScope reports whether a skip is the scope refusing a valid object
@@ -136,7 +142,10 @@ func Tally(files, refetched, applied int, results []apply.Result, skips []Skip) 
 // Messages are constant; no object content is ever logged.
 func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 	for _, res := range r.Results {
-		kv := []any{"object", res.Object.String(), "action", res.Action, "file", files[res.Object], "revision", r.Revision}
+		kv := []any{"object", res.Object.String(), "action", res.Action, "health", res.Health, "file", files[res.Object], "revision", r.Revision}
+		if res.Health != "" && res.Health != string(kstatus.CurrentStatus) && res.HealthMessage != "" {
+			kv = append(kv, "healthMessage", res.HealthMessage)
+		}
 		switch res.Action {
 		case apply.Created:
 			log.Info("Created object", kv...)
@@ -166,6 +175,12 @@ func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 		log.Info("Orphaned: no longer in git, never pruned (operator orphans --delete)", "object", o.Object.String(),
 			"file", o.File, "removedIn", o.RemovedIn, "createdByGitOps", o.Created)
 	}
+	for _, p := range r.Paths {
+		if p.Health != string(kstatus.CurrentStatus) {
+			log.Info("Path not healthy", "path", p.Path, "health", p.Health, "worst", p.Worst.String(), "message", p.Message,
+				"current", p.Counts.Current, "inProgress", p.Counts.InProgress, "failed", p.Counts.Failed)
+		}
+	}
 	for _, p := range r.Suspended {
 		log.Info("Path suspended, not applied (operator resume PATH)", "path", p)
 	}
@@ -173,7 +188,8 @@ func logReport(log logr.Logger, r *Report, files map[apply.ObjRef]string) {
 		log.Info("Inventory not kept this sweep", "error", e)
 	}
 	s := r.Summary
-	log.Info("Sweep complete (never prunes)", "held", s.Held, "suspended", s.Suspended, "orphaned", s.Orphaned, "revision", r.Revision, "idle", r.Idle, "applied", s.Applied,
+	log.Info("Sweep complete (never prunes)", "healthy", r.Healthy(), "current", s.Health.Current, "inProgress", s.Health.InProgress,
+		"failed", s.Health.Failed, "held", s.Held, "suspended", s.Suspended, "orphaned", s.Orphaned, "revision", r.Revision, "idle", r.Idle, "applied", s.Applied,
 		"files", s.Files, "refetched", s.Refetched, "created", s.Created, "updated", s.Updated, "inSync", s.InSync,
 		"errors", s.Errors, "denied", s.Denied, "skipped", s.Skipped, "outOfScope", s.OutOfScope,
 		"durationSeconds", r.Duration)
@@ -269,6 +285,9 @@ func (s *Sweeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var out *Report
 	if last := s.Last(); last != nil {
 		pub := last.Public()
+		if last.Error == "" {
+			pub.WithHealth(s.healthOf) // as the watches see it now
+		}
 		out = &pub
 	}
 	_ = json.NewEncoder(w).Encode(out)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -88,10 +90,24 @@ type Sweeper struct {
 	// order is the plan's applies in steps (paths by dependsOn, waves), per revision.
 	order Order
 
-	mu       sync.Mutex // guards records, inflight and last; watch events read them
+	mu       sync.Mutex // guards records, inflight, last and the health maps; watch events read them
 	records  map[key]*apply.Record
 	inflight map[key]bool
 	last     *Report
+	// Health (health.go): where each planned object is watched and the health last seen
+	// of it; the health of the sweep's own applies until the watch delivers them; the
+	// objects whose health held a step (their becoming Current fires a sweep).
+	tracked map[key]*tracked
+	applied map[key]Health
+	gates   map[key]bool
+	log     logr.Logger
+}
+
+// tracked is one planned object's watch and the health status last seen of it.
+type tracked struct {
+	wk     watchKey
+	mapped bool
+	last   kstatus.Status
 }
 
 var _ manager.LeaderElectionRunnable = (*Sweeper)(nil)
@@ -146,6 +162,10 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("gitops metadata client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("gitops dynamic client: %w", err)
+	}
 	workers := opts.Concurrency
 	if workers <= 0 {
 		workers = DefaultConcurrency
@@ -155,6 +175,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		applier:  &apply.Applier{Client: c, Manager: kinds.ManagerGitOps, Concurrency: 1},
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*apply.Record{}, inflight: map[key]bool{}, state: opts.State,
+		tracked: map[key]*tracked{}, applied: map[key]Health{}, gates: map[key]bool{}, log: logr.Discard(),
 		sopsSecret: opts.SOPSAgeSecret, keys: c,
 	}
 	if opts.State.Namespace != "" {
@@ -168,12 +189,12 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
 	}
-	s.tracker = newTracker(func(ns string) (metadata.Interface, error) {
+	s.tracker = newTracker(func(ns string) (watchClients, error) {
 		if s.as == nil || ns == "" {
-			return mc, nil
+			return watchClients{meta: mc, dyn: dyn}, nil
 		}
 		tc := s.as.get(ns)
-		return tc.meta, tc.err
+		return watchClients{meta: tc.meta, dyn: tc.dyn}, tc.err
 	}, s.observe)
 	return s, nil
 }
@@ -257,6 +278,9 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	if s.Cluster != "" {
 		log = log.WithValues("cluster", s.Cluster)
 	}
+	s.mu.Lock()
+	s.log = log.WithName("health")
+	s.mu.Unlock()
 	start := s.now()
 	triggered := s.trig.take()
 	r, err := s.sweep(ctx)
@@ -274,6 +298,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 			files[apply.RefOf(it.Object)] = it.File
 		}
 		r.Files = files
+		r.WithHealth(s.healthOf)
 		logReport(log, &r, files)
 		s.emitEvents(&r)
 	}
@@ -484,6 +509,61 @@ func (s *Sweeper) resolve(ctx context.Context) {
 	if len(keys) > 0 {
 		s.tracker.ensure(ctx, keys, s.syncWait)
 	}
+	s.track()
+}
+
+// track records where each planned object is watched, keeping the health last seen of
+// those already tracked, and forgets the applies' health of objects no longer planned.
+func (s *Sweeper) track() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[key]*tracked, len(s.items))
+	for _, it := range s.items {
+		if it.refused != nil {
+			continue
+		}
+		t := &tracked{mapped: it.mapping != nil}
+		if t.mapped {
+			t.wk = s.watchKey(it)
+		}
+		if p := s.tracked[it.key]; p != nil {
+			t.last = p.last
+		}
+		next[it.key] = t
+	}
+	s.tracked = next
+	for k := range s.applied {
+		if next[k] == nil {
+			delete(s.applied, k)
+		}
+	}
+}
+
+// healthLocked is an object's health now: the watch's, unless the sweep's own apply
+// returned a newer copy the watch has not delivered yet; nil when neither knows it.
+// s.mu is held.
+func (s *Sweeper) healthLocked(k key) *Health {
+	a, hasA := s.applied[k]
+	if t := s.tracked[k]; t != nil && t.mapped {
+		if h, watched := s.tracker.health(t.wk, k.Namespace, k.Name); watched && (!hasA || !newerRV(a.rv, h.rv)) {
+			return &h
+		}
+	}
+	if hasA {
+		return &a
+	}
+	return nil
+}
+
+// healthOf is healthLocked by reference, for Report.WithHealth.
+func (s *Sweeper) healthOf(ref apply.ObjRef) *Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthLocked(refKey(ref))
+}
+
+func refKey(ref apply.ObjRef) key {
+	return key{GroupKind: schema.GroupKind{Group: ref.Group, Kind: ref.Kind}, Namespace: ref.Namespace, Name: ref.Name}
 }
 
 // watchKey is the watch that covers it: per owned namespace, or one for all
@@ -552,6 +632,7 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool, suspended []str
 		}
 	}
 	applied := s.applyIdx(ctx, head, stale, results)
+	s.fillHealth(head, results)
 	var changed []*item
 	for _, i := range head {
 		a := results[i].Action
@@ -572,6 +653,7 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool, suspended []str
 	for i := range head {
 		done[head[i]] = true
 	}
+	gates := map[key]bool{}
 	for k, st := range s.order.Steps {
 		var todo []int
 		for _, i := range st.Items {
@@ -585,16 +667,42 @@ func (s *Sweeper) applyStaged(ctx context.Context, stale []bool, suspended []str
 					results[i] = apply.Result{Object: apply.RefOf(s.items[i].Object), Action: Held, Reason: string(reason), Message: msg}
 				}
 			}
+			for _, n := range st.Needs {
+				for _, j := range s.order.Steps[n].Items {
+					if h := results[j].Health; HealthKnown(h) && h != string(kstatus.CurrentStatus) {
+						gates[s.items[j].key] = true
+					}
+				}
+			}
 			continue
 		}
 		applied += s.applyIdx(ctx, todo, stale, results)
+		s.fillHealth(st.Items, results)
 	}
+	s.mu.Lock()
+	s.gates = gates
+	s.mu.Unlock()
 	for i := range results {
 		if i < len(s.order.Paths) && s.order.Paths[i] != "." { // the root path is left implicit
 			results[i].Path = s.order.Paths[i]
 		}
 	}
 	return results, applied
+}
+
+// fillHealth sets the health of the results of idx as known now (see healthLocked), so
+// the steps after them are held on health, not only on the apply.
+func (s *Sweeper) fillHealth(idx []int, results []apply.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range idx {
+		if results[i].Action == "" || results[i].Action == Held {
+			continue
+		}
+		if h := s.healthLocked(s.items[i].key); h != nil {
+			results[i].Health, results[i].HealthMessage = string(h.Status), h.Message
+		}
+	}
 }
 
 // suspendedDrift marks the message of a suspended object that git or the cluster changed.
@@ -674,6 +782,7 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 	s.mu.Unlock()
 	live, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
 	var res apply.Result
+	var fresh *Health
 	rec := &apply.Record{Digest: it.digest, Before: apply.Fingerprint(live, s.applier.Manager)}
 	applier, err := s.applierFor(it)
 	switch {
@@ -684,6 +793,8 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 		res, after = applier.ApplyKnown(ctx, it.Object, live)
 		if after != nil {
 			rec.After = apply.Fingerprint(after, s.applier.Manager)
+			fresh = &Health{}
+			*fresh = HealthOf(after) // the response carries status: the health before the watch delivers it
 		}
 	default:
 		res = applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]
@@ -701,6 +812,9 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 	s.mu.Lock()
 	s.records[it.key] = rec
 	delete(s.inflight, it.key)
+	if fresh != nil {
+		s.applied[it.key] = *fresh
+	}
 	s.mu.Unlock()
 	return res
 }
@@ -708,22 +822,45 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 // observe is the watch's event handler: when an object we applied moves
 // away from what we applied, it fires the trigger so the correction is
 // prompt. Our own writes (in flight, or matching the record) do not fire.
-func (s *Sweeper) observe(k key, m metav1.Object) {
+// When a planned object's health changes it logs the change, tells the status
+// writer, and fires the trigger when the object's health was holding a step
+// and it is now Current. Nothing here sends a request.
+func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 	fp := apply.Fingerprint(m, s.applier.Manager)
 	s.mu.Lock()
+	if a, ok := s.applied[k]; ok && (m == nil || !newerRV(a.rv, h.rv)) {
+		delete(s.applied, k) // the watch caught up with our apply
+	}
+	var changed, unblock bool
+	var from, to Health
+	if t := s.tracked[k]; t != nil {
+		if now := s.healthLocked(k); now != nil && now.Status != t.last {
+			changed, from, to = true, Health{Status: t.last}, *now
+			t.last = now.Status
+			unblock = s.gates[k] && now.Status == kstatus.CurrentStatus
+		}
+	}
+	log := s.log
 	rec := s.records[k]
-	if rec == nil || s.inflight[k] {
-		s.mu.Unlock()
-		return
+	stale := false
+	if rec != nil && !s.inflight[k] {
+		if fp == rec.After {
+			rec.Seen = true
+		}
+		stale, _ = apply.Stale(rec.Digest, rec, apply.Live{Watched: true, Fingerprint: fp}, s.now())
 	}
-	if fp == rec.After {
-		rec.Seen = true
-	}
-	stale, _ := apply.Stale(rec.Digest, rec, apply.Live{Watched: true, Fingerprint: fp}, s.now())
 	s.mu.Unlock()
-	if stale {
+	if changed && from.Status != "" {
+		log.Info("Health changed", "object", refOfKey(k).String(), "from", from.Status, "health", to.Status, "message", to.Message)
+	}
+	if stale || unblock {
 		s.trig.Fire()
 	}
+}
+
+// refOfKey is the reference of a key, without a version.
+func refOfKey(k key) apply.ObjRef {
+	return apply.ObjRef{Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
 }
 
 // waitEstablished polls the CRDs just applied until the apiserver serves

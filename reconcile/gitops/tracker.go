@@ -5,8 +5,11 @@ import (
 	"sync"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -19,20 +22,29 @@ type watchKey struct {
 	Namespace string
 }
 
-// tracker keeps a metadata-only informer per watchKey the sweep applied to,
-// so the sweep knows the live state of what it applied without asking the
-// apiserver. onEvent sees every add, update and delete (nil meta for a
-// delete); it must not block.
+// tracker keeps an informer per watchKey the sweep applied to, so the sweep
+// knows the live state of what it applied, and its health, without asking the
+// apiserver. A statusless kind (see Statusless) is watched metadata-only; any
+// other kind's watch delivers whole objects, computes each one's kstatus as the
+// event arrives and stores only the metadata and that result (statusMeta).
+// onEvent sees every add, update and delete (nil meta for a delete) with the
+// health; it must not block.
 type tracker struct {
-	// clientFor is the metadata client a watch of a namespace ("" for all, or
-	// a cluster-scoped kind) lists with: the git path's identity there.
-	clientFor func(namespace string) (metadata.Interface, error)
+	// clientFor is the clients a watch of a namespace ("" for all, or a
+	// cluster-scoped kind) lists with: the git path's identity there.
+	clientFor func(namespace string) (watchClients, error)
 	stop      chan struct{}
-	onEvent   func(key, metav1.Object)
+	onEvent   func(key, metav1.Object, Health)
 
 	mu      sync.Mutex
 	watches map[watchKey]*watch
 	closed  bool
+}
+
+// watchClients are the clients of one identity: metadata-only, and whole objects.
+type watchClients struct {
+	meta metadata.Interface
+	dyn  dynamic.Interface
 }
 
 type watch struct {
@@ -40,7 +52,7 @@ type watch struct {
 	inf cache.SharedIndexInformer
 }
 
-func newTracker(clientFor func(string) (metadata.Interface, error), onEvent func(key, metav1.Object)) *tracker {
+func newTracker(clientFor func(string) (watchClients, error), onEvent func(key, metav1.Object, Health)) *tracker {
 	return &tracker{clientFor: clientFor, stop: make(chan struct{}), onEvent: onEvent, watches: map[watchKey]*watch{}}
 }
 
@@ -89,21 +101,27 @@ func (t *tracker) start(wk watchKey, gk schema.GroupKind) *watch {
 		// the get-and-dry-run path, which reports the error by object
 		return &watch{gk: gk}
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(c, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
+	var inf cache.SharedIndexInformer
+	if Statusless(gk) || c.dyn == nil {
+		inf = metadatainformer.NewFilteredMetadataInformer(c.meta, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
+	} else {
+		inf = dynamicinformer.NewFilteredDynamicInformer(c.dyn, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
+		_ = inf.SetTransform(toStatusMeta) // before Run: cannot fail
+	}
 	emit := func(obj any, deleted bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj, deleted = d.Obj, true
 		}
-		m, ok := obj.(*metav1.PartialObjectMetadata)
+		m, h, ok := metaOf(obj)
 		if !ok {
 			return
 		}
 		k := key{GroupKind: gk, Namespace: m.Namespace, Name: m.Name}
 		if deleted {
-			t.onEvent(k, nil)
+			t.onEvent(k, nil, Health{Status: kstatus.NotFoundStatus})
 			return
 		}
-		t.onEvent(k, m)
+		t.onEvent(k, m, h)
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { emit(obj, false) },
@@ -131,11 +149,44 @@ func (t *tracker) live(wk watchKey, namespace, name string) (m metav1.Object, wa
 	if err != nil || !exists {
 		return nil, true
 	}
-	pm, ok := obj.(*metav1.PartialObjectMetadata)
+	pm, _, ok := metaOf(obj)
 	if !ok {
 		return nil, false
 	}
 	return pm, true
+}
+
+// health returns the health the watch computed for namespace/name: watched is
+// false when no synced watch covers it; absent, it is NotFound.
+func (t *tracker) health(wk watchKey, namespace, name string) (h Health, watched bool) {
+	t.mu.Lock()
+	w, ok := t.watches[wk]
+	t.mu.Unlock()
+	if !ok || w.inf == nil || !w.inf.HasSynced() {
+		return Health{}, false
+	}
+	k := name
+	if namespace != "" {
+		k = namespace + "/" + name
+	}
+	obj, exists, err := w.inf.GetStore().GetByKey(k)
+	if err != nil || !exists {
+		return Health{Status: kstatus.NotFoundStatus}, true
+	}
+	_, h, ok = metaOf(obj)
+	return h, ok
+}
+
+// metaOf reads what a watch stored: a statusMeta (a status watch) or a
+// PartialObjectMetadata (a metadata-only one, health from metadata).
+func metaOf(obj any) (*metav1.PartialObjectMetadata, Health, bool) {
+	switch m := obj.(type) {
+	case *statusMeta:
+		return &m.PartialObjectMetadata, m.health, true
+	case *metav1.PartialObjectMetadata:
+		return m, metaHealth(m), true
+	}
+	return nil, Health{}, false
 }
 
 // close stops every watch; the tracker starts no more.

@@ -1,0 +1,135 @@
+package gitops
+
+import (
+	"testing"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openuniverse/operator/reconcile/apply"
+)
+
+func TestWorst(t *testing.T) {
+	for _, tc := range []struct {
+		in   []kstatus.Status
+		want kstatus.Status
+	}{
+		{nil, kstatus.CurrentStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.CurrentStatus}, kstatus.CurrentStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.InProgressStatus}, kstatus.InProgressStatus},
+		{[]kstatus.Status{kstatus.InProgressStatus, kstatus.FailedStatus, kstatus.CurrentStatus}, kstatus.FailedStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.NotFoundStatus, kstatus.InProgressStatus}, kstatus.NotFoundStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, ""}, kstatus.UnknownStatus},
+		{[]kstatus.Status{"Bogus", kstatus.InProgressStatus}, kstatus.InProgressStatus},
+	} {
+		if got := Worst(tc.in...); got != tc.want {
+			t.Errorf("Worst(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestNewerRV(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10", "9", true}, {"9", "10", false}, {"10", "10", false}, {"10", "", true}, {"x", "y", true}, {"", "", false},
+	} {
+		if got := newerRV(tc.a, tc.b); got != tc.want {
+			t.Errorf("newerRV(%q, %q) = %t, want %t", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func docObj(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestHealthOf(t *testing.T) {
+	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns, generation: 2, resourceVersion: \"7\"}\nspec: {replicas: 1}\n"
+	for _, tc := range []struct {
+		name, doc string
+		want      kstatus.Status
+	}{
+		{"a new Deployment is InProgress", dep, kstatus.InProgressStatus},
+		{"rolled out is Current", dep + "status: {observedGeneration: 2, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{type: Available, status: \"True\"}, {type: Progressing, status: \"True\", reason: NewReplicaSetAvailable}]}\n", kstatus.CurrentStatus},
+		{"past its progress deadline is Failed", dep + "status: {observedGeneration: 2, replicas: 1, conditions: [{type: Progressing, status: \"False\", reason: ProgressDeadlineExceeded}]}\n", kstatus.FailedStatus},
+		{"a ConfigMap is Current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n", kstatus.CurrentStatus},
+		{"deleting is Terminating", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, deletionTimestamp: \"2026-01-01T00:00:00Z\"}\n", kstatus.TerminatingStatus},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := HealthOf(docObj(t, tc.doc))
+			if h.Status != tc.want {
+				t.Errorf("HealthOf = %+v, want %s", h, tc.want)
+			}
+		})
+	}
+	if h := HealthOf(nil); h.Status != kstatus.NotFoundStatus {
+		t.Errorf("HealthOf(nil) = %+v", h)
+	}
+	// the transform keeps metadata and health, drops the rest
+	m, _ := toStatusMeta(docObj(t, dep))
+	sm, ok := m.(*statusMeta)
+	if !ok || sm.Name != "d" || sm.Namespace != "ns" || sm.ResourceVersion != "7" || sm.health.Status != kstatus.InProgressStatus || sm.health.rv != "7" {
+		t.Errorf("toStatusMeta = %#v", m)
+	}
+	if again, _ := toStatusMeta(sm); again != sm {
+		t.Errorf("toStatusMeta of a stored object changed it")
+	}
+	if !Statusless(schema.GroupKind{Kind: "Secret"}) || Statusless(schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
+		t.Errorf("Statusless: a Secret's health is from metadata, a Deployment's from its status")
+	}
+}
+
+func TestReportWithHealth(t *testing.T) {
+	ref := func(name string) apply.ObjRef { return apply.ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "n", Name: name} }
+	r := Report{Results: []apply.Result{
+		{Object: ref("db"), Action: apply.Created, Path: "infra/db"},
+		{Object: ref("web"), Action: apply.InSync, Path: "apps/web"},
+		{Object: ref("api"), Action: apply.Updated, Path: "apps/web"},
+		{Object: ref("cache"), Action: Held, Path: "apps/web"},
+		{Object: ref("loose"), Action: apply.InSync},
+	}}
+	known := map[string]*Health{
+		"db":    {Status: kstatus.CurrentStatus},
+		"web":   {Status: kstatus.InProgressStatus, Message: "Replicas: 0/1"},
+		"api":   {Status: kstatus.FailedStatus, Message: "Progress deadline exceeded"},
+		"cache": {Status: kstatus.NotFoundStatus},
+	}
+	r.WithHealth(func(o apply.ObjRef) *Health { return known[o.Name] })
+	want := []PathHealth{
+		{Path: ".", Health: "Unknown", Counts: HealthCounts{Unknown: 1}, Worst: ptr(ref("loose"))},
+		{Path: "apps/web", Health: "Failed", Counts: HealthCounts{InProgress: 1, Failed: 1, NotFound: 1}, Worst: ptr(ref("api")), Message: "Progress deadline exceeded"},
+		{Path: "infra/db", Health: "Current", Counts: HealthCounts{Current: 1}},
+	}
+	if diff := cmp.Diff(want, r.Paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(HealthCounts{Current: 1, InProgress: 1, Failed: 1, NotFound: 1, Unknown: 1}, r.Summary.Health); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	if r.Results[1].Health != "InProgress" || r.Results[1].HealthMessage != "Replicas: 0/1" || r.Results[4].Health != "Unknown" {
+		t.Errorf("results %+v", r.Results)
+	}
+	if r.Healthy() {
+		t.Errorf("Healthy with a Failed path")
+	}
+	r.WithHealth(func(apply.ObjRef) *Health { return &Health{Status: kstatus.CurrentStatus} })
+	if !r.Healthy() || len(r.Paths) != 3 {
+		t.Errorf("every object Current: healthy %t, paths %+v", r.Healthy(), r.Paths)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
