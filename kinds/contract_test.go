@@ -202,7 +202,7 @@ func TestLegacyCRDs(t *testing.T) {
 		}
 	}
 	want := []string{
-		"v1 chains.lux.cloud", "v1 clusters.lux.cloud", "v1 explorers.lux.cloud", "v1alpha1 hanzodatastores.lux.cloud",
+		"v1 chains.lux.cloud", "v1 clusters.lux.cloud", "v1 explorers.lux.cloud", "v1 gitsyncs.lux.cloud", "v1alpha1 hanzodatastores.lux.cloud",
 		"v1alpha1 hanzodnses.lux.cloud", "v1alpha1 hanzoservices.lux.cloud", "v1 indexers.lux.cloud",
 		"v1 luxruntimes.lux.cloud", "v1 mpcs.lux.cloud", "v1 networks.lux.cloud", "v1 nodefleets.lux.cloud",
 		"v1 subnets.lux.cloud", "v1 validators.lux.cloud",

@@ -29,11 +29,12 @@ var generatedDirs = []struct{ dir, placeholder string }{
 	{"crd/v1alpha1", PlaceholderGroup},
 	{"crd/hip", HIPPlaceholderGroup},
 	{"crd/fleet", PlaceholderGroup},
+	{"crd/gitsync", PlaceholderGroup},
 }
 
 // The generated CRDs, one directory per Go package (see generate.go).
 //
-//go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml crd/fleet/*.yaml
+//go:embed crd/v1/*.yaml crd/v1alpha1/*.yaml crd/hip/*.yaml crd/fleet/*.yaml crd/gitsync/*.yaml
 var generated embed.FS
 
 // The luxfi operator's CRDs, unchanged (crd/luxnetwork/README.md).

@@ -11,6 +11,8 @@ const (
 	PlacementHIP       Placement = "hip"
 	// PlacementFleet is the fleet's cluster-scoped registry, kinds/fleet, at <universe>/v1.
 	PlacementFleet Placement = "fleet"
+	// PlacementGitSync is the git path's status object, kinds/gitsync, at <universe>/v1.
+	PlacementGitSync Placement = "gitsync"
 )
 
 // Extension is a spec field served beyond crd-contract.json (or, for the legacy placements,

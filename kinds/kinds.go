@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openuniverse/operator/kinds/fleet"
+	"github.com/openuniverse/operator/kinds/gitsync"
 	"github.com/openuniverse/operator/kinds/hip"
 	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -63,7 +64,7 @@ func AddToScheme(s *runtime.Scheme, group string) error {
 	if err := ValidateGroup(group); err != nil {
 		return err
 	}
-	for _, add := range []func(*runtime.Scheme, string) error{v1.AddToScheme, v1alpha1.AddToScheme, hip.AddToScheme, fleet.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme, string) error{v1.AddToScheme, v1alpha1.AddToScheme, hip.AddToScheme, fleet.AddToScheme, gitsync.AddToScheme} {
 		if err := add(s, group); err != nil {
 			return err
 		}

@@ -168,7 +168,7 @@ func (e Entry) GroupVersionKind(group string) schema.GroupVersionKind {
 	switch e.Placement {
 	case PlacementV1alpha1:
 		return schema.GroupVersionKind{Group: group, Version: "v1alpha1", Kind: e.Kind}
-	case PlacementHIP, PlacementFleet:
+	case PlacementHIP, PlacementFleet, PlacementGitSync:
 		return schema.GroupVersionKind{Group: group, Version: v1.Version, Kind: e.Kind}
 	case PlacementLuxNetwork:
 		if e.Kind == "KMSSecret" {
@@ -198,7 +198,7 @@ type Registry map[Ref]Entry
 
 // Lookup returns the entry serving gvk in universe group.
 func (r Registry) Lookup(gvk schema.GroupVersionKind, group string) (Entry, bool) {
-	for _, p := range []Placement{PlacementCanonical, PlacementV1alpha1, PlacementHIP, PlacementLuxNetwork, PlacementFleet} {
+	for _, p := range []Placement{PlacementCanonical, PlacementV1alpha1, PlacementHIP, PlacementLuxNetwork, PlacementFleet, PlacementGitSync} {
 		if e, ok := r[Ref{p, gvk.Kind}]; ok && e.GroupVersionKind(group) == gvk {
 			return e, true
 		}

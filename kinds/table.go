@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/openuniverse/operator/kinds/fleet"
+	"github.com/openuniverse/operator/kinds/gitsync"
 	"github.com/openuniverse/operator/kinds/hip"
 	"github.com/openuniverse/operator/kinds/luxnetwork"
 	v1 "github.com/openuniverse/operator/kinds/v1"
@@ -94,6 +95,8 @@ func Builtin() Registry {
 		canonical("KMSSecret", newOf[v1.KMSSecret], loopLater[*v1.KMSSecret]("the KMS secret projector")),
 		// The fleet's cluster registry (cluster-scoped): reconcile/fleet reads it; it builds nothing.
 		withExternal("the fleet (reconcile/fleet)", entry(PlacementFleet, fleet.Kind, uni, newOf[fleet.Cluster], nothing[*fleet.Cluster])),
+		// The git path's status object: the git sweep writes its status; it builds nothing.
+		withExternal("the git sweep (reconcile/gitops)", entry(PlacementGitSync, gitsync.Kind, uni, newOf[gitsync.GitSync], nothing[*gitsync.GitSync])),
 
 		// Legacy v1alpha1 Kinds, owned as themselves, built through their v1 conversion.
 		withServiceSpec(entry(legacy, "HanzoService", uni, newOf[v1alpha1.HanzoService], func(cr *v1alpha1.HanzoService, o owner) (built, error) {

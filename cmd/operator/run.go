@@ -404,6 +404,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 		return nil, fmt.Errorf("gitops scope: %w", err)
 	}
 	o.GitOps.State = gitState(o.Namespace)
+	o.GitOps.State.Status, o.GitOps.State.APIGroup = install.GitOpsStatus, o.APIGroup // the GitSync object `kubectl wait` reads
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, o.GitOps)
 	if err != nil {
 		return nil, err

@@ -242,7 +242,7 @@ func runKubectl(b *testing.B, kubectl, kubeconfig, dir string) {
 
 // writeKubeconfig writes cfg for kubectl, in a directory that is also its
 // HOME (so its discovery cache starts cold).
-func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
+func writeKubeconfig(b testing.TB, cfg *rest.Config) string {
 	c := clientcmdapi.NewConfig()
 	c.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}

@@ -65,7 +65,7 @@ type statusMeta struct {
 
 func (m *statusMeta) DeepCopyObject() runtime.Object {
 	c := &statusMeta{health: m.health}
-	m.PartialObjectMetadata.DeepCopyInto(&c.PartialObjectMetadata)
+	m.DeepCopyInto(&c.PartialObjectMetadata)
 	return c
 }
 
@@ -104,8 +104,10 @@ func newerRV(a, b string) bool {
 }
 
 // healthRank orders statuses worst first: a path is as healthy as its worst object.
-var healthRank = []kstatus.Status{kstatus.FailedStatus, kstatus.TerminatingStatus, kstatus.NotFoundStatus,
-	kstatus.InProgressStatus, kstatus.UnknownStatus, kstatus.CurrentStatus}
+// A NotFound object is most often one held back and not created yet, so one rolling out
+// (InProgress) is named first.
+var healthRank = []kstatus.Status{kstatus.FailedStatus, kstatus.TerminatingStatus, kstatus.InProgressStatus,
+	kstatus.NotFoundStatus, kstatus.UnknownStatus, kstatus.CurrentStatus}
 
 // Worst is the least healthy of statuses (Current for none; anything else, "" included,
 // ranks as Unknown). It is pure.

@@ -6,17 +6,27 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openuniverse/operator/e2e/testbed"
+	"github.com/openuniverse/operator/kinds"
+	"github.com/openuniverse/operator/kinds/gitsync"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -101,15 +111,32 @@ var rolledOut = appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyRe
 // applies the dependent; then Failed (progress deadline) shows in GET /gitops per object
 // and per path, again without a sweep. Idle sweeps stay 0 requests.
 func TestSweepHealth(t *testing.T) {
-	const ns = "health-test"
+	const ns, stateNS, group = "health-test", "health-state", "hanzo.ai"
 	cfg := testbed.APIServer(t)
 	admin, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{ns, stateNS} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installGitSyncCRD(t, cfg, group)
+	kubeconfig := writeKubeconfig(t, cfg)
+	gs := func() gitsync.GitSyncStatus {
+		t.Helper()
+		var o gitsync.GitSync
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gitsync.GroupVersion(group).WithKind(gitsync.Kind))
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: stateNS, Name: "gitops"}, u); err != nil {
+			t.Fatalf("GitSync: %v", err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Status
 	}
 	src := newMemSource(map[string][]byte{
 		"infra/db/.universe.yaml": []byte("{}\n"),
@@ -124,11 +151,22 @@ func TestSweepHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := NewSweeper(counted, src, scope, DefaultOptions())
+	opts := DefaultOptions()
+	opts.State = State{Namespace: stateNS, Inventory: "inv", Suspend: "suspend", Status: "gitops", APIGroup: group}
+	sw, err := NewSweeper(counted, src, scope, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sw.Close)
+
+	idle := func(step string) {
+		t.Helper()
+		reqs.take()
+		r := sw.Sweep(ctx)
+		if got := reqs.take(); !r.Idle || total(got) != 0 {
+			t.Errorf("%s: idle %t, %d requests %v, want 0", step, r.Idle, total(got), got)
+		}
+	}
 
 	// 1. Applied, not yet rolled out: InProgress, and its dependent is held on it.
 	r := sw.Sweep(ctx)
@@ -147,12 +185,28 @@ func TestSweepHealth(t *testing.T) {
 	if r.Summary.Health.InProgress != 1 {
 		t.Errorf("summary health %+v", r.Summary.Health)
 	}
-	reqs.take()
-	if r := sw.Sweep(ctx); !r.Idle || total(reqs.take()) != 0 {
-		t.Errorf("idle sweep while db rolls out: idle %t", r.Idle)
+	st := gs()
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Held" {
+		t.Errorf("GitSync Ready %+v, want False Held", c)
 	}
+	if c := meta.FindStatusCondition(st.Conditions, ConditionHealthy); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "InProgress" || !strings.Contains(c.Message, "db") {
+		t.Errorf("GitSync Healthy %+v, want False InProgress naming db", c)
+	}
+	if st.ObservedGeneration == 0 || st.Health.InProgress != 1 || len(st.UnhealthyPaths) == 0 {
+		t.Errorf("GitSync status %+v", st)
+	}
+	idle("idle sweep while db rolls out")
 
-	// 2. Rolled out: Current in GET /gitops with no sweep, and the trigger fires for web.
+	// 2. Rolled out: Current in GET /gitops with no sweep, and the trigger fires for web;
+	// kubectl wait, started before, returns once the sweep it fired makes GitSync Ready.
+	wait := exec.CommandContext(t.Context(), filepath.Join(testbed.BinDir(), "kubectl"), "--kubeconfig", kubeconfig,
+		"-n", stateNS, "wait", "gitsyncs."+group+"/gitops", "--for=condition="+ConditionReady, "--timeout=60s")
+	wait.Env = append(os.Environ(), "HOME="+filepath.Dir(kubeconfig))
+	var waitOut strings.Builder
+	wait.Stdout, wait.Stderr = &waitOut, &waitOut
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
 	setDeploymentStatus(t, admin, ns, "db", rolledOut)
 	got := waitHealth(t, sw, "db", "Current")
 	if ph := pathHealth(got, "infra/db"); ph.Health != "Current" {
@@ -166,10 +220,14 @@ func TestSweepHealth(t *testing.T) {
 	if !r.Healthy() {
 		t.Errorf("paths %+v, want all Current", r.Paths)
 	}
-	reqs.take()
-	if r := sw.Sweep(ctx); !r.Idle || total(reqs.take()) != 0 {
-		t.Errorf("idle sweep after the chain: idle %t", r.Idle)
+	if err := wait.Wait(); err != nil {
+		t.Fatalf("kubectl wait --for=condition=Ready: %v\n%s", err, waitOut.String())
 	}
+	t.Logf("kubectl wait: %s", strings.TrimSpace(waitOut.String()))
+	if c := meta.FindStatusCondition(gs().Conditions, ConditionHealthy); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("GitSync Healthy %+v after the chain, want True", c)
+	}
+	idle("idle sweep after the chain")
 
 	// 3. Past its progress deadline: Failed, per object and per path, with no sweep.
 	setDeploymentStatus(t, admin, ns, "db", appsv1.DeploymentStatus{Replicas: 1, Conditions: []appsv1.DeploymentCondition{
@@ -184,8 +242,43 @@ func TestSweepHealth(t *testing.T) {
 		t.Errorf("summary health %+v, want 1 failed, 1 current", got.Summary.Health)
 	}
 	t.Logf("failed: %+v", ph)
-	reqs.take()
-	if r := sw.Sweep(ctx); !r.Idle || total(reqs.take()) != 0 {
-		t.Errorf("idle sweep with db Failed: idle %t", r.Idle)
+	// the status object follows without a sweep: Stalled
+	deadline := time.Now().Add(15 * time.Second)
+	for c := meta.FindStatusCondition(gs().Conditions, ConditionStalled); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Failed"; c = meta.FindStatusCondition(gs().Conditions, ConditionStalled) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GitSync Stalled %+v, want True Failed", c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// the next sweep holds web again (applied, in sync, but what it depends on is Failed),
+	// and the sweep after it is idle
+	r = sw.Sweep(ctx)
+	if res := resultOf(t, r, "web"); res.Action != Held || !strings.Contains(res.Message, "Deployment/health-test/db Failed") {
+		t.Errorf("web with db Failed: %+v, want HELD naming db Failed", res)
+	}
+	if c := meta.FindStatusCondition(gs().Conditions, ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("GitSync Ready %+v with db Failed, want False", c)
+	}
+	idle("idle sweep with db Failed")
+}
+
+// installGitSyncCRD installs the GitSync CRD of group from the operator's own CRDs.
+func installGitSyncCRD(t *testing.T, cfg *rest.Config, group string) {
+	t.Helper()
+	crds, err := kinds.CRDs(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*apiextensionsv1.CustomResourceDefinition
+	for i := range crds {
+		if crds[i].Spec.Names.Kind == gitsync.Kind {
+			want = append(want, &crds[i])
+		}
+	}
+	if len(want) != 1 {
+		t.Fatalf("no %s CRD in group %s", gitsync.Kind, group)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: want}); err != nil {
+		t.Fatal(err)
 	}
 }

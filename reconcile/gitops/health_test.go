@@ -2,13 +2,18 @@ package gitops
 
 import (
 	"testing"
+	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openuniverse/operator/kinds/gitsync"
 	"github.com/openuniverse/operator/reconcile/apply"
 )
 
@@ -21,7 +26,8 @@ func TestWorst(t *testing.T) {
 		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.CurrentStatus}, kstatus.CurrentStatus},
 		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.InProgressStatus}, kstatus.InProgressStatus},
 		{[]kstatus.Status{kstatus.InProgressStatus, kstatus.FailedStatus, kstatus.CurrentStatus}, kstatus.FailedStatus},
-		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.NotFoundStatus, kstatus.InProgressStatus}, kstatus.NotFoundStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.NotFoundStatus, kstatus.InProgressStatus}, kstatus.InProgressStatus},
+		{[]kstatus.Status{kstatus.CurrentStatus, kstatus.NotFoundStatus}, kstatus.NotFoundStatus},
 		{[]kstatus.Status{kstatus.CurrentStatus, ""}, kstatus.UnknownStatus},
 		{[]kstatus.Status{"Bogus", kstatus.InProgressStatus}, kstatus.InProgressStatus},
 	} {
@@ -94,7 +100,9 @@ func TestHealthOf(t *testing.T) {
 }
 
 func TestReportWithHealth(t *testing.T) {
-	ref := func(name string) apply.ObjRef { return apply.ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "n", Name: name} }
+	ref := func(name string) apply.ObjRef {
+		return apply.ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "n", Name: name}
+	}
 	r := Report{Results: []apply.Result{
 		{Object: ref("db"), Action: apply.Created, Path: "infra/db"},
 		{Object: ref("web"), Action: apply.InSync, Path: "apps/web"},
@@ -133,3 +141,74 @@ func TestReportWithHealth(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestSyncStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	db := apply.ObjRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "n", Name: "db"}
+	report := func(s Summary, paths ...PathHealth) Report {
+		r := Report{Revision: "abc", Summary: s, Paths: paths, Results: make([]apply.Result, 2)}
+		return r
+	}
+	current := PathHealth{Path: ".", Health: "Current"}
+	rolling := PathHealth{Path: "infra/db", Health: "InProgress", Worst: &db, Message: "Replicas: 0/1"}
+	failed := PathHealth{Path: "infra/db", Health: "Failed", Worst: &db, Message: "Progress deadline exceeded"}
+	type want struct{ ready, healthy, reconciling, stalled, readyReason string }
+	for _, tc := range []struct {
+		name string
+		r    Report
+		want want
+	}{
+		{"all Current", report(Summary{Health: HealthCounts{Current: 2}}, current), want{"True", "True", "False", "False", "Succeeded"}},
+		{"rolling out", report(Summary{Health: HealthCounts{Current: 1, InProgress: 1}}, current, rolling), want{"False", "False", "True", "False", "InProgress"}},
+		{"held on a dependency", report(Summary{Held: 1, Health: HealthCounts{InProgress: 1, NotFound: 1}}, rolling), want{"False", "False", "True", "False", "Held"}},
+		{"Failed", report(Summary{Health: HealthCounts{Current: 1, Failed: 1}}, current, failed), want{"False", "False", "False", "True", "Failed"}},
+		{"an apply failed", report(Summary{Errors: 1, Health: HealthCounts{Current: 1, NotFound: 1}}, current), want{"False", "True", "False", "True", "ApplyFailed"}},
+		{"the sweep failed", Report{Error: "resolve head: 503"}, want{"False", "", "False", "True", "SweepFailed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := SyncStatus(tc.r, 3, gitsync.GitSyncStatus{}, t0)
+			got := want{}
+			for _, c := range st.Conditions {
+				if c.ObservedGeneration != 3 {
+					t.Errorf("%s observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
+				}
+				switch c.Type {
+				case ConditionReady:
+					got.ready, got.readyReason = string(c.Status), c.Reason
+				case ConditionHealthy:
+					got.healthy = string(c.Status)
+				case ConditionReconciling:
+					got.reconciling = string(c.Status)
+				case ConditionStalled:
+					got.stalled = string(c.Status)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("conditions %+v, want %+v\n%+v", got, tc.want, st.Conditions)
+			}
+			if st.ObservedGeneration != 3 {
+				t.Errorf("observedGeneration %d", st.ObservedGeneration)
+			}
+		})
+	}
+	// unchanged: equal, transition times kept; a flip moves only that condition's time
+	r := report(Summary{Health: HealthCounts{Current: 1, InProgress: 1}}, current, rolling)
+	first := SyncStatus(r, 1, gitsync.GitSyncStatus{}, t0)
+	if again := SyncStatus(r, 1, first, t1); !equality.Semantic.DeepEqual(first, again) {
+		t.Errorf("the same report at a later time changed the status:\n%s", cmp.Diff(first, again))
+	}
+	done := SyncStatus(report(Summary{Health: HealthCounts{Current: 2}}, current), 1, first, t1)
+	if c := meta.FindStatusCondition(done.Conditions, ConditionHealthy); c.LastTransitionTime != t1 {
+		t.Errorf("Healthy flipped at %v, want %v", c.LastTransitionTime, t1)
+	}
+	if c := meta.FindStatusCondition(done.Conditions, ConditionStalled); c.LastTransitionTime != t0 {
+		t.Errorf("Stalled did not flip but moved to %v", c.LastTransitionTime)
+	}
+	if m := meta.FindStatusCondition(first.Conditions, ConditionHealthy).Message; m != "path infra/db is InProgress: Deployment/n/db: Replicas: 0/1 (1 of 2 objects not Current)" {
+		t.Errorf("Healthy message %q", m)
+	}
+	if len(first.UnhealthyPaths) != 1 || first.UnhealthyPaths[0].Object != "Deployment/n/db" {
+		t.Errorf("unhealthy paths %+v", first.UnhealthyPaths)
+	}
+}

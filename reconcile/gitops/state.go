@@ -33,6 +33,10 @@ type State struct {
 	Namespace string
 	Inventory string
 	Suspend   string
+	// Status names the GitSync object (kinds/gitsync) of APIGroup the sweep writes its
+	// health conditions to, in Namespace; empty: none is written.
+	Status   string
+	APIGroup string
 }
 
 // ParseSuspended reads the suspend ConfigMap's text: one path a line, blank lines and

@@ -101,6 +101,9 @@ type Sweeper struct {
 	applied map[key]Health
 	gates   map[key]bool
 	log     logr.Logger
+
+	// syncStatus writes the GitSync status object (syncstatus.go); nil without State.Status.
+	syncStatus *syncStatus
 }
 
 // tracked is one planned object's watch and the health status last seen of it.
@@ -185,6 +188,10 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		}
 		s.suspend = newSuspendWatch(cs, opts.State, func() { s.trig.Fire() })
 	}
+	if st := opts.State; st.Namespace != "" && st.Status != "" && st.APIGroup != "" {
+		s.syncStatus = newSyncStatus()
+		go s.syncStatus.run(func() { s.writeStatus(context.Background()) })
+	}
 	s.parser.Secrets.RequireEncrypted = opts.RequireEncryptedSecrets
 	if opts.ServiceAccount != "" {
 		s.as = &impersonator{cfg: cfg, name: opts.ServiceAccount, mapper: mapper, byNS: map[string]*tenantClients{}}
@@ -257,6 +264,9 @@ func (s *Sweeper) NeedLeaderElection() bool { return true }
 // Sweep directly.
 func (s *Sweeper) Close() {
 	s.tracker.close()
+	if s.syncStatus != nil {
+		s.syncStatus.close()
+	}
 	if s.suspend != nil {
 		s.suspend.close()
 	}
@@ -311,6 +321,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	s.mu.Lock()
 	s.last = &r
 	s.mu.Unlock()
+	s.writeStatus(ctx)
 	return r
 }
 
@@ -840,7 +851,7 @@ func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 			unblock = s.gates[k] && now.Status == kstatus.CurrentStatus
 		}
 	}
-	log := s.log
+	log, status := s.log, s.syncStatus
 	rec := s.records[k]
 	stale := false
 	if rec != nil && !s.inflight[k] {
@@ -852,6 +863,9 @@ func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 	s.mu.Unlock()
 	if changed && from.Status != "" {
 		log.Info("Health changed", "object", refOfKey(k).String(), "from", from.Status, "health", to.Status, "message", to.Message)
+	}
+	if changed && status != nil {
+		status.kick()
 	}
 	if stale || unblock {
 		s.trig.Fire()

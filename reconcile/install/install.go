@@ -45,6 +45,9 @@ const (
 	// no-op of a restart); GitOpsSuspend the one of the paths `operator suspend` holds.
 	GitOpsInventory = OperatorName + "-gitops-inventory"
 	GitOpsSuspend   = OperatorName + "-gitops-suspend"
+	// GitOpsStatus names the GitSync object (kinds/gitsync) whose conditions summarize the
+	// health of what the git sweep applied: kubectl wait --for=condition=Ready gitsync/<it>.
+	GitOpsStatus = OperatorName + "-gitops"
 	// ProbePort serves /healthz and /readyz, WebhookPort POST /reconcile and GET /gitops,
 	// MetricsPort /metrics.
 	ProbePort   = 8081

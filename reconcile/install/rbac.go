@@ -245,6 +245,8 @@ func Needs(o InstallOptions, reg kinds.Registry, mapper meta.RESTMapper) ([]Need
 	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"get", "list", "watch", "patch"}, "the webhook relay: a standby stamps it, the leader watches it", WebhookRelay)
 	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"create"}, "the webhook relay's first stamp")
 	need([]string{LoopGitOps}, InHome, "", []string{"configmaps"}, []string{"get", "list", "watch", "patch"}, "the git path's inventory (orphans) and suspended paths", GitOpsInventory, GitOpsSuspend)
+	need([]string{LoopGitOps}, InHome, o.APIGroup, []string{"gitsyncs", "gitsyncs/status"}, []string{"get", "patch"}, "the git path's status object (health conditions for kubectl wait)", GitOpsStatus)
+	need([]string{LoopGitOps}, InHome, o.APIGroup, []string{"gitsyncs"}, []string{"create"}, "the git path's status object's first apply")
 	need(everyLoop, InHome, "", []string{"events"}, verbsEvents, "leader election Events")
 
 	running := o.Controllers
