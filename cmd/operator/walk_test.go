@@ -31,6 +31,8 @@ var notSettings = map[string]string{
 	"CommitStatus.Burst":     "fixed: bursts of 5 posts (commitstatus.DefaultOptions); --commit-status-per-minute sets the rate",
 	"CommitStatus.Queue":     "fixed: 64 statuses wait at most, the oldest dropped (commitstatus.DefaultOptions)",
 	"CommitStatus.Timeout":   "fixed: 10 s per attempt (commitstatus.DefaultOptions)",
+	"GitOps.State.Status":    "fixed: install.GitOpsStatus (the GitSync object), granted by name in the generated RBAC",
+	"GitOps.State.APIGroup":  "set by setupGitOps from --api-group (the GitSync is served there)",
 	"Plane.StreamBuffer":     "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
 }
 
