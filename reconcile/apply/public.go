@@ -80,7 +80,7 @@ func publicText(msg string) string {
 	if admissionRE.MatchString(msg) {
 		return admissionWords
 	}
-	return truncateBytes(maskQuoted(msg), PublicMessageMax)
+	return TruncateBytes(maskQuoted(msg), PublicMessageMax)
 }
 
 const admissionWords = "denied by admission; the operator log has its message"
@@ -102,8 +102,8 @@ func maskQuoted(msg string) string {
 	})
 }
 
-// truncateBytes cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncateBytes(s string, n int) string {
+// TruncateBytes cuts s to at most n bytes on a rune boundary, marking the cut.
+func TruncateBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

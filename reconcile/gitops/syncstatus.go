@@ -19,6 +19,7 @@ import (
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/gitsync"
+	"github.com/openuniverse/operator/reconcile/apply"
 )
 
 // Condition types of the GitSync status object, kstatus vocabulary: Ready is the summary
@@ -50,7 +51,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 	}
 	if r.Error != "" {
 		st.Revision, st.Health, st.UnhealthyPaths = prev.Revision, prev.Health, prev.UnhealthyPaths
-		set(ConditionReady, false, "SweepFailed", "the last sweep failed: "+truncateBytes(r.Error, publicMessageMax))
+		set(ConditionReady, false, "SweepFailed", "the last sweep failed: "+apply.TruncateBytes(r.Error, apply.PublicMessageMax))
 		set(ConditionStalled, true, "SweepFailed", "retried on the next tick")
 		set(ConditionReconciling, false, "SweepFailed", "")
 		return st
@@ -67,7 +68,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 			worst = &r.Paths[i]
 		}
 		if len(st.UnhealthyPaths) < maxUnhealthyPaths {
-			ph := gitsync.PathHealth{Path: p.Path, Health: p.Health, Message: truncateBytes(p.Message, publicMessageMax)}
+			ph := gitsync.PathHealth{Path: p.Path, Health: p.Health, Message: apply.TruncateBytes(p.Message, apply.PublicMessageMax)}
 			if p.Worst != nil {
 				ph.Object = p.Worst.String()
 			}
@@ -86,7 +87,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 		if worst.Message != "" {
 			msg += ": " + worst.Message
 		}
-		set(ConditionHealthy, false, worst.Health, truncateBytes(fmt.Sprintf("%s (%d of %d objects not Current)", msg, total-h.Current, total), publicMessageMax))
+		set(ConditionHealthy, false, worst.Health, apply.TruncateBytes(fmt.Sprintf("%s (%d of %d objects not Current)", msg, total-h.Current, total), apply.PublicMessageMax))
 	}
 	s := r.Summary
 	failed := s.Errors+s.Denied > 0 || h.Failed > 0
