@@ -23,6 +23,8 @@ var foreignFlags = map[string]string{
 	"index":        "crane push",
 	"ca-file":      "hack/image",
 	"dir":          "hack/controlplane, hack/build-controlplane.sh",
+	"for":          "kubectl wait",
+	"timeout":      "kubectl wait",
 }
 
 // TestREADMENamesRealCommandsAndFlags checks the READMEs against the cobra tree: every

@@ -373,12 +373,13 @@ func run(o *runOptions) error {
 // setupGitOps adds the git sweep (leader only) and its webhook and report endpoints, and
 // returns how this process asks it for a pass. With no repository configured the loop is
 // off, and says so (nil).
-func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fleet.Fleet, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (*sweepAsk, error) {
-	creds, err := o.Source.Credentials()
-	if err != nil {
-		return nil, fmt.Errorf("--gitops-token-file: %w", err)
-	}
-	var src source.Source
+// gitSource is the sweep's source from --git-url or --github-repository; nil (and no error)
+// when neither is set.
+func gitSource(o *runOptions, creds *source.TokenFile) (source.Source, error) {
+	var (
+		src source.Source
+		err error
+	)
 	o.Git.MaxFileBytes, o.GitHub.MaxFileBytes = o.GitOps.Limits.FileBytes, o.GitOps.Limits.FileBytes // oversized blobs are never read
 	switch {
 	case o.Git.URL != "" && o.GitHub.Repository != "":
@@ -388,11 +389,25 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 	case o.GitHub.Repository != "":
 		src, err = github.New(credsOrNil(creds), o.GitHub)
 	default:
-		log.Info("git sweep off: no --git-url or --github-repository")
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
+	}
+	return src, nil
+}
+
+func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fleet.Fleet, mux *http.ServeMux, ready gitops.Readiness, log logr.Logger) (*sweepAsk, error) {
+	creds, err := o.Source.Credentials()
+	if err != nil {
+		return nil, fmt.Errorf("--gitops-token-file: %w", err)
+	}
+	src, err := gitSource(o, creds)
+	if err != nil || src == nil {
+		if src == nil && err == nil {
+			log.Info("git sweep off: no --git-url or --github-repository")
+		}
+		return nil, err
 	}
 	o.commits = src
 	var fl *fleetSweeps // the registered clusters' sweeps; nil without --fleet
