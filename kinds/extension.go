@@ -176,3 +176,8 @@ var Extensions = []Extension{
 		Read:   "upgrade/image.Reconciler",
 	},
 }
+
+// Record says the Kind is a record another loop keeps (the fleet's Cluster registrations,
+// the git path's GitSync status), not an application: it builds no children, the deploy
+// plane lists none and takeover diff renders none.
+func (p Placement) Record() bool { return p == PlacementFleet || p == PlacementGitSync }

@@ -93,8 +93,8 @@ func (d *Differ) Takeover(ctx context.Context, namespace string) ([]TakeoverResu
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	for _, ref := range refs {
 		e := d.Renderer.Registry[ref]
-		if e.Placement == kinds.PlacementFleet {
-			continue // the fleet's registry builds no children
+		if e.Placement.Record() {
+			continue // the fleet's registry and the git path's status object build no children
 		}
 		crs, served, err := list(e.GroupVersionKind(group))
 		if err != nil {

@@ -64,7 +64,7 @@ func newStore(reader client.Reader, scheme *runtime.Scheme, reg kinds.Registry, 
 	for _, ref := range refs {
 		e := reg[ref]
 		gvk := e.GroupVersionKind(group)
-		if e.Placement == kinds.PlacementFleet || !isServed(gvk) { // a registration is no application
+		if e.Placement.Record() || !isServed(gvk) { // a registration or a status record is no application
 			continue
 		}
 		s.kinds = append(s.kinds, served{entry: e, gvk: gvk})
