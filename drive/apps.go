@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,9 +68,11 @@ type Apps struct {
 	Mode     Mode
 	Allow    AllowList
 	Interval time.Duration
-	// RolloutTimeout bounds the wait for the Deployment after a write (default 3 min);
-	// RolloutPoll is the wait's period (default 5 s).
+	// RolloutTimeout bounds the wait for the Deployment after a write (default 3 min).
+	// The wait reads the Deployment whenever Watch delivers it; RolloutPoll is the
+	// backstop's period (default 5 s; the only wake when Watch is nil).
 	RolloutTimeout, RolloutPoll time.Duration
+	Watch                       *DeploymentWatch
 	// GitOpsManager is the field manager of CRs applied by the git sweep.
 	GitOpsManager string
 	// Committer writes tags of git-sourced CRs (and wakes the sweep, so a commit is applied
@@ -117,7 +118,7 @@ type Outcome struct {
 	Object string
 	// Wrote is "git", "cr" or empty.
 	Wrote   string
-	Rollout string // done, pending or empty
+	Rollout string // done, failed, pending or empty
 	Err     error
 }
 
@@ -189,12 +190,11 @@ func (a *Apps) row(ctx context.Context, r Row) Outcome {
 		}
 		log.Info("apps drive wrote the declared tag", "object", o.Object, "to", o.Wrote, "target", d.Target, "from", cur)
 	}
-	done, msg := a.waitRollout(ctx, client.ObjectKeyFromObject(dep), r.Registry, d.Target)
-	if done {
-		o.Rollout = "done"
+	ro, msg := a.waitRollout(ctx, client.ObjectKeyFromObject(dep), r.Registry, d.Target)
+	o.Rollout = string(ro)
+	if ro == RolloutDone {
 		a.event(r, cr, corev1.EventTypeNormal, EventDriven, fmt.Sprintf("%s; rolled out", d.Reason))
 	} else {
-		o.Rollout = "pending"
 		a.event(r, cr, corev1.EventTypeWarning, EventDriveRolloutPending, fmt.Sprintf("%s: %s", d.Target, msg))
 	}
 	return o
@@ -328,8 +328,11 @@ func (a *Apps) write(ctx context.Context, r Row, cr *unstructured.Unstructured, 
 	return "cr", err
 }
 
-// waitRollout polls the Deployment until RolledOut says so or RolloutTimeout passes.
-func (a *Apps) waitRollout(ctx context.Context, key client.ObjectKey, repo, target string) (bool, string) {
+// waitRollout waits for the Deployment until RolloutOf finds it done or failed, or
+// RolloutTimeout passes. It reads the Deployment whenever Watch delivers it (a status
+// change is seen as soon as the watch has it), and every RolloutPoll as a backstop (a
+// Deployment outside the watch's namespaces, a missed event).
+func (a *Apps) waitRollout(ctx context.Context, key client.ObjectKey, repo, target string) (Rollout, string) {
 	timeout, poll := a.RolloutTimeout, a.RolloutPoll
 	if timeout <= 0 {
 		timeout = 3 * time.Minute
@@ -339,6 +342,14 @@ func (a *Apps) waitRollout(ctx context.Context, key client.ObjectKey, repo, targ
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var woken <-chan struct{} // nil without a watch: the poll alone
+	if a.Watch != nil {
+		ch, stop := a.Watch.Subscribe(key) // before the first read: no change falls between
+		defer stop()
+		woken = ch
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
 	msg := "not observed yet"
 	for {
 		u := &unstructured.Unstructured{}
@@ -346,44 +357,18 @@ func (a *Apps) waitRollout(ctx context.Context, key client.ObjectKey, repo, targ
 		if err := a.Client.Get(ctx, key, u); err != nil && !apierrors.IsNotFound(err) {
 			msg = err.Error()
 		} else if err == nil {
-			var ok bool
-			if ok, msg = RolledOut(u, repo, target); ok {
-				return true, msg
+			var r Rollout
+			if r, msg = RolloutOf(u, repo, target); r != RolloutPending {
+				return r, msg
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return false, fmt.Sprintf("not rolled out within %s: %s", timeout, msg)
-		case <-time.After(poll):
+			return RolloutPending, fmt.Sprintf("not rolled out within %s: %s", timeout, msg)
+		case <-woken:
+		case <-t.C:
 		}
 	}
-}
-
-// RolledOut is the one health predicate of a drive: the Deployment's container running
-// repo runs target and kstatus finds the Deployment Current (observed generation, updated
-// and available replicas).
-func RolledOut(dep *unstructured.Unstructured, repo, target string) (bool, string) {
-	var d appsv1.Deployment
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(dep.Object, &d); err != nil {
-		return false, err.Error()
-	}
-	image := ""
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if ofRepository(c.Image, repo) {
-			image = c.Image
-		}
-	}
-	if image != target {
-		return false, fmt.Sprintf("Deployment %s runs %s", d.Name, image)
-	}
-	res, err := kstatus.Compute(dep)
-	if err != nil {
-		return false, err.Error()
-	}
-	if res.Status != kstatus.CurrentStatus {
-		return false, fmt.Sprintf("Deployment %s is %s: %s", d.Name, res.Status, res.Message)
-	}
-	return true, res.Message
 }
 
 // event records reason on obj unless the same was last said for this row.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,15 +186,36 @@ func setupApps(mgr ctrl.Manager, o *runOptions, committer source.CRCommitter, lo
 	if err != nil {
 		return err
 	}
+	watch, err := rolloutWatch(mgr)
+	if err != nil {
+		return err
+	}
 	if committer == nil {
 		log.Info("apps drive: no git write path configured; CRs applied by the git sweep get DriveFailed instead of a patch the sweep would revert")
 	}
 	return mgr.Add(&drive.Apps{
 		Platform: p, Client: direct, Cluster: d.Cluster, Mode: drive.ParseMode(d.Mode), Allow: drive.ParseAllowList(d.Allow),
-		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, GitOpsManager: kinds.ManagerGitOps,
+		Interval: d.Interval, RolloutTimeout: d.RolloutTimeout, Watch: watch, GitOpsManager: kinds.ManagerGitOps,
 		Committer: committer, Tenancy: o.Tenancy,
 		Recorder: mgr.GetEventRecorder(kinds.ManagerDrive), Log: ctrl.Log.WithName("drive"),
 	})
+}
+
+// rolloutWatch wakes the drive's rollout waits on the Deployments' changes: a handler on the
+// manager cache's Deployment informer, unstructured — the one the Kind controllers' Owns
+// already holds (without the kinds loop, GetInformer starts it).
+func rolloutWatch(mgr ctrl.Manager) (*drive.DeploymentWatch, error) {
+	watch := &drive.DeploymentWatch{}
+	deps := &unstructured.Unstructured{}
+	deps.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	inf, err := mgr.GetCache().GetInformer(context.Background(), deps)
+	if err != nil {
+		return nil, fmt.Errorf("apps drive: Deployment informer for the rollout wait: %w", err)
+	}
+	if _, err := inf.AddEventHandler(watch.Handler()); err != nil {
+		return nil, fmt.Errorf("apps drive: Deployment informer for the rollout wait: %w", err)
+	}
+	return watch, nil
 }
 
 func setupAgents(mgr ctrl.Manager, o *runOptions, log logr.Logger) error {

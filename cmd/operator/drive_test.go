@@ -47,8 +47,9 @@ func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
 const testGroup = "hanzo.ai"
 
 // startManager runs the Kind controllers and tenant onboarding in-process, as operator run
-// --controllers kinds,tenants does.
-func startManager(t *testing.T, cfg *rest.Config, tenants drive.TenantOptions) client.Client {
+// --controllers kinds,tenants does, and returns the drive's rollout watch on the manager
+// cache's Deployment informer, as setupApps wires it.
+func startManager(t *testing.T, cfg *rest.Config, tenants drive.TenantOptions) (client.Client, *drive.DeploymentWatch) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -97,6 +98,10 @@ func startManager(t *testing.T, cfg *rest.Config, tenants drive.TenantOptions) c
 	if err := (&drive.Tenants{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: tenants, Log: log}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	watch, err := rolloutWatch(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
@@ -105,7 +110,7 @@ func startManager(t *testing.T, cfg *rest.Config, tenants drive.TenantOptions) c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, watch
 }
 
 type events struct {
@@ -128,7 +133,7 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 	tenants := drive.DefaultTenantOptions()
 	tenants.LabelKey = "test.universe/tenant"
 	tenants.SourceSecret = types.NamespacedName{Namespace: "drive-fight", Name: "ghcr-pull-source"}
-	c := startManager(t, cfg, tenants)
+	c, rollouts := startManager(t, cfg, tenants)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "drive-fight"
@@ -220,7 +225,8 @@ func TestDriveAndKindControllerNeverFight(t *testing.T) {
 	}
 	ev := &events{}
 	apps := &drive.Apps{Platform: p, Client: c, Cluster: "fight", Mode: drive.ModeOn, Allow: drive.AllowList{"hanzo/cloud/prod"},
-		RolloutTimeout: 2 * time.Minute, RolloutPoll: 500 * time.Millisecond, GitOpsManager: kinds.ManagerGitOps,
+		// the backstop poll an hour: only the Deployment watch can end the wait in time
+		RolloutTimeout: 2 * time.Minute, RolloutPoll: time.Hour, Watch: rollouts, GitOpsManager: kinds.ManagerGitOps,
 		Recorder: ev, Log: testr.New(t)}
 	start := time.Now()
 	out, err := apps.Tick(ctx)

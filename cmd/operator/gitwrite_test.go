@@ -68,7 +68,7 @@ func gitHead(t *testing.T, g *testbed.GitServer) (*object.Commit, map[string]str
 // rolls on kwok and the CR gets Driven; the next ticks commit nothing.
 func TestDriveCommitsToGit(t *testing.T) {
 	cfg, _ := testbed.FullCluster(t)
-	c := startManager(t, cfg, drive.DefaultTenantOptions())
+	c, _ := startManager(t, cfg, drive.DefaultTenantOptions())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "drive-git"
