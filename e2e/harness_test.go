@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -237,16 +238,26 @@ func (o *operator) stop(sig syscall.Signal) {
 func (o *operator) reconcileNow(t testing.TB) {
 	t.Helper()
 	const body = `{"ref":"refs/heads/main"}`
-	req, err := http.NewRequest(http.MethodPost, o.hook+"/reconcile", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", sign(o.secret, body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var resp *http.Response
+	// /healthz answers a moment before the webhook listener accepts: a refused connection is
+	// retried (the fresh-clone run failed TestDeployPlaneUI on it), any other error is fatal
+	waitFor(t, "the webhook listener", 30*time.Second, func() (bool, string) {
+		req, err := http.NewRequest(http.MethodPost, o.hook+"/reconcile", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Hub-Signature-256", sign(o.secret, body))
+		r, err := http.DefaultClient.Do(req)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = r
+		return true, ""
+	})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /reconcile: %s", resp.Status)
