@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/openuniverse/operator/source"
 )
 
 // The one masking of the apiserver's words wherever a refusal is shown beyond the log: GET
@@ -80,7 +81,7 @@ func publicText(msg string) string {
 	if admissionRE.MatchString(msg) {
 		return admissionWords
 	}
-	return TruncateBytes(maskQuoted(msg), PublicMessageMax)
+	return source.TruncateBytes(maskQuoted(msg), PublicMessageMax)
 }
 
 const admissionWords = "denied by admission; the operator log has its message"
@@ -100,16 +101,4 @@ func maskQuoted(msg string) string {
 		}
 		return `"***"`
 	})
-}
-
-// TruncateBytes cuts s to at most n bytes on a rune boundary, marking the cut.
-func TruncateBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/kinds/gitsync"
 	"github.com/openuniverse/operator/reconcile/apply"
+	"github.com/openuniverse/operator/source"
 )
 
 // Condition types of the GitSync status object, kstatus vocabulary: Ready is the summary
@@ -51,7 +52,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 	}
 	if r.Error != "" {
 		st.Revision, st.Health, st.UnhealthyPaths = prev.Revision, prev.Health, prev.UnhealthyPaths
-		set(ConditionReady, false, "SweepFailed", "the last sweep failed: "+apply.TruncateBytes(r.Error, apply.PublicMessageMax))
+		set(ConditionReady, false, "SweepFailed", "the last sweep failed: "+source.TruncateBytes(r.Error, apply.PublicMessageMax))
 		set(ConditionStalled, true, "SweepFailed", "retried on the next tick")
 		set(ConditionReconciling, false, "SweepFailed", "")
 		return st
@@ -68,7 +69,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 			worst = &r.Paths[i]
 		}
 		if len(st.UnhealthyPaths) < maxUnhealthyPaths {
-			ph := gitsync.PathHealth{Path: p.Path, Health: p.Health, Message: apply.TruncateBytes(p.Message, apply.PublicMessageMax)}
+			ph := gitsync.PathHealth{Path: p.Path, Health: p.Health, Message: source.TruncateBytes(p.Message, apply.PublicMessageMax)}
 			if p.Worst != nil {
 				ph.Object = p.Worst.String()
 			}
@@ -87,7 +88,7 @@ func SyncStatus(r Report, generation int64, prev gitsync.GitSyncStatus, now meta
 		if worst.Message != "" {
 			msg += ": " + worst.Message
 		}
-		set(ConditionHealthy, false, worst.Health, apply.TruncateBytes(fmt.Sprintf("%s (%d of %d objects not Current)", msg, total-h.Current, total), apply.PublicMessageMax))
+		set(ConditionHealthy, false, worst.Health, source.TruncateBytes(fmt.Sprintf("%s (%d of %d objects not Current)", msg, total-h.Current, total), apply.PublicMessageMax))
 	}
 	s := r.Summary
 	failed := s.Errors+s.Denied > 0 || h.Failed > 0

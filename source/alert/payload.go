@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/openuniverse/operator/source"
 )
 
 // The generic webhook's headers.
@@ -137,7 +138,7 @@ func slackBody(e Event, repeats int) ([]byte, error) {
 		for i, d := range e.Details {
 			lines[i] = "• " + slackEscape(d)
 		}
-		blocks = append(blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: truncate(strings.Join(lines, "\n"), 2900)}})
+		blocks = append(blocks, slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: source.TruncateBytes(strings.Join(lines, "\n"), 2900)}})
 	}
 	ctx := "universe-operator · " + string(e.Kind)
 	if repeats > 0 {
@@ -169,7 +170,7 @@ func bounded(e Event, mask []string) Event {
 				s = strings.ReplaceAll(s, m, redacted)
 			}
 		}
-		return truncate(s, n)
+		return source.TruncateBytes(s, n)
 	}
 	e.Summary = clean(e.Summary, maxSummary)
 	e.Object, e.Cluster, e.Revision = clean(e.Object, maxDetail), clean(e.Cluster, maxDetail), clean(e.Revision, 64)
@@ -186,15 +187,3 @@ func bounded(e Event, mask []string) Event {
 }
 
 const redacted = "[REDACTED]"
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
