@@ -60,8 +60,9 @@ func TestTerminalPhaseErrorStalls(t *testing.T) {
 	nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
 	cr := serviceCR("web", true, nil)
 	cr.SetNamespace(ns)
-	for _, r := range (&apply.Applier{Client: admin, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{nsObj, cr}) {
-		if r.Err != nil {
+	// the Namespace first: Apply fans out, and the CR's create would race its namespace
+	for _, o := range []*unstructured.Unstructured{nsObj, cr} {
+		if r := (&apply.Applier{Client: admin, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{o})[0]; r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
 	}

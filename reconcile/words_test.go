@@ -46,8 +46,9 @@ func TestRefusedChildWordsMasked(t *testing.T) {
 	if err := unstructured.SetNestedSlice(cr.Object, []any{map[string]any{"name": "TOKEN=" + planted, "value": "x"}}, "spec", "env"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range (&apply.Applier{Client: admin, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{nsObj, cr}) {
-		if r.Err != nil {
+	// the Namespace first: Apply fans out, and the CR's create would race its namespace
+	for _, o := range []*unstructured.Unstructured{nsObj, cr} {
+		if r := (&apply.Applier{Client: admin, Manager: kinds.ManagerGitOps}).Apply(ctx, []*unstructured.Unstructured{o})[0]; r.Err != nil {
 			t.Fatalf("apply %s: %v", r.Object, r.Err)
 		}
 	}
