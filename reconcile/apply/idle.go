@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The idle check decides, from what a watch (the git sweep's, or a Kind controller's
@@ -68,6 +69,11 @@ type Record struct {
 	// Seen is set once the watch has delivered the object as the apply left it; from
 	// then on any other live state is drift, not lag.
 	Seen bool
+	// UID and ResourceVersion of the object the apply returned (empty when unknown): the
+	// next apply tells from them that the object existed, and that nothing moved it,
+	// when the watch has not delivered it yet (see ClassifyRecorded).
+	UID             types.UID
+	ResourceVersion string
 }
 
 // Live is what the watch shows of one object.

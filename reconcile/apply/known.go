@@ -22,6 +22,13 @@ import (
 // it does not move kubectl's last-applied annotation or its managedFields to our
 // manager: callers with no knowledge of the live object should use Apply.
 func (a *Applier) ApplyKnown(ctx context.Context, obj *unstructured.Unstructured, before metav1.Object) (Result, *unstructured.Unstructured) {
+	return a.ApplyRecorded(ctx, obj, before, nil)
+}
+
+// ApplyRecorded is ApplyKnown for a caller that also remembers its last apply of obj
+// (prev, nil for none): the outcome is classified by ClassifyRecorded, so an object the
+// caller's watch has not delivered yet, but that the last apply returned, is not Created.
+func (a *Applier) ApplyRecorded(ctx context.Context, obj *unstructured.Unstructured, before metav1.Object, prev *Record) (Result, *unstructured.Unstructured) {
 	ref := RefOf(obj)
 	after := obj.DeepCopy()
 	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(after),
@@ -29,8 +36,28 @@ func (a *Applier) ApplyKnown(ctx context.Context, obj *unstructured.Unstructured
 	if err != nil {
 		return failure(ref, fmt.Errorf("apply %s: %w", ref, err)), nil
 	}
-	action, drifted := Classify(before, after, a.Manager)
+	action, drifted := ClassifyRecorded(before, after, prev, a.Manager)
 	return Result{Object: ref, Action: action, DriftedBy: drifted}, after
+}
+
+// ClassifyRecorded is Classify for a caller whose view of the live object (before) may lag
+// behind its own last apply, recorded in prev (nil: none). A watch that has not delivered
+// the object yet shows it absent although the last apply returned it: when prev is OK and
+// names the uid the apply returned, the object existed — InSync when its resourceVersion
+// is the one the last apply returned (nothing moved it since), else Updated (who moved it
+// is not known: the watch never showed it). A uid other than before's is a new object
+// (deleted and created again): Created. Otherwise it is Classify. It is pure.
+func ClassifyRecorded(before, after metav1.Object, prev *Record, manager string) (Action, []string) {
+	known := prev != nil && prev.OK && prev.UID != "" && prev.UID == after.GetUID()
+	switch {
+	case before == nil && known && prev.ResourceVersion != "" && prev.ResourceVersion == after.GetResourceVersion():
+		return InSync, nil
+	case before == nil && known:
+		return Updated, nil
+	case before != nil && before.GetUID() != "" && after.GetUID() != "" && before.GetUID() != after.GetUID():
+		return Created, nil
+	}
+	return Classify(before, after, manager)
 }
 
 // Classify decides what an apply did from the live object before it (nil: absent) and

@@ -605,8 +605,9 @@ func (s *Sweeper) stale() []bool {
 		if rec == nil && watched && s.inv != nil {
 			// A new process: the inventory says what was applied and what it left, so an
 			// object unchanged in git and in the cluster costs no apply (operator up's no-op).
-			if e, ok := s.inv.Entries[it.key]; ok && e.Fingerprint != "" && e.Digest == shortHash(it.digest) && e.Fingerprint == shortHash(live.Fingerprint) {
-				rec = &apply.Record{Digest: it.digest, OK: true, After: live.Fingerprint, Seen: true, At: now}
+			if e, ok := s.inv.Entries[it.key]; ok && m != nil && e.Fingerprint != "" && e.Digest == shortHash(it.digest) && e.Fingerprint == shortHash(live.Fingerprint) {
+				rec = &apply.Record{Digest: it.digest, OK: true, After: live.Fingerprint, Seen: true, At: now,
+					UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}
 				s.records[it.key] = rec
 			}
 		}
@@ -790,6 +791,11 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 	ctx = quiet(ctx)
 	s.mu.Lock()
 	s.inflight[it.key] = true
+	var prev *apply.Record
+	if p := s.records[it.key]; p != nil {
+		cp := *p
+		prev = &cp
+	}
 	s.mu.Unlock()
 	live, watched := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name)
 	var res apply.Result
@@ -801,9 +807,11 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 		res = apply.Result{Object: apply.RefOf(it.Object), Action: apply.Failed, Err: err, Message: err.Error()}
 	case watched:
 		var after *unstructured.Unstructured
-		res, after = applier.ApplyKnown(ctx, it.Object, live)
+		// prev: the watch may not have delivered what our last apply returned yet
+		res, after = applier.ApplyRecorded(ctx, it.Object, live, prev)
 		if after != nil {
 			rec.After = apply.Fingerprint(after, s.applier.Manager)
+			rec.UID, rec.ResourceVersion = after.GetUID(), after.GetResourceVersion()
 			fresh = &Health{}
 			*fresh = HealthOf(after) // the response carries status: the health before the watch delivers it
 		}
