@@ -46,6 +46,10 @@ type Status struct {
 	SHA         string
 	State       State
 	Description string
+	// Context names the status on the commit (GitLab: name); empty is the provider's
+	// (--commit-status-context). A fleet cluster's sweep posts under its own (ClusterContext),
+	// so a commit shows each cluster's outcome beside the home sweep's.
+	Context string
 }
 
 // Provider posts one status on one repository of a git host.
@@ -62,6 +66,17 @@ const (
 
 // DefaultContext is the context (GitLab: name) of the statuses posted.
 const DefaultContext = "universe-operator/sync"
+
+// ClusterContext is the context of the statuses of a fleet cluster's sweep: base (the
+// --commit-status-context of the home sweep) and the cluster, "<org>/<name>", e.g.
+// universe-operator/sync/acme/prod. The home sweep keeps base, so a branch protection rule
+// requiring it keeps working when --fleet is turned on.
+func ClusterContext(base, cluster string) string {
+	if cluster == "" {
+		return base
+	}
+	return base + "/" + cluster
+}
 
 // Options configures the poster of `operator run` (--commit-status*).
 type Options struct {

@@ -68,7 +68,8 @@ func TestProvidersSpeakTheDocumentedShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			for _, st := range []Status{{shaA, Pending, "sweep started"}, {shaA, Success, "applied 1, in sync 2"}, {shaB, Failure, "failed 1"}} {
+			for _, st := range []Status{{shaA, Pending, "sweep started", ""}, {shaA, Success, "applied 1, in sync 2", ""}, {shaB, Failure, "failed 1", ""},
+				{shaA, Success, "applied 1", ClusterContext(DefaultContext, "acme/prod")}} {
 				if err := p.Post(ctx, st); err != nil {
 					t.Fatalf("post %s: %v (violations %v)", st.State, err, srv.Violations())
 				}
@@ -77,6 +78,7 @@ func TestProvidersSpeakTheDocumentedShape(t *testing.T) {
 				{Repository: c.wantRepo, SHA: shaA, State: "pending", Context: DefaultContext, Description: "sweep started", TargetURL: o.TargetURL},
 				{Repository: c.wantRepo, SHA: shaA, State: "success", Context: DefaultContext, Description: "applied 1, in sync 2", TargetURL: o.TargetURL},
 				{Repository: c.wantRepo, SHA: shaB, State: c.failState, Context: DefaultContext, Description: "failed 1", TargetURL: o.TargetURL},
+				{Repository: c.wantRepo, SHA: shaA, State: "success", Context: "universe-operator/sync/acme/prod", Description: "applied 1", TargetURL: o.TargetURL},
 			}
 			if d := cmp.Diff(want, srv.Posts()); d != "" {
 				t.Errorf("posts (-want +got):\n%s", d)
@@ -277,6 +279,15 @@ func TestPosterPacesAndDedupes(t *testing.T) {
 			{take: true, got: shaA + " pending"},
 			{take: true, wait: time.Second},
 		}},
+		{"each context of a commit is its own: a fleet cluster's equal status is queued too", 60, 5, []step{
+			{enqueue: st(shaA, Success, "applied 1"), queued: true},
+			{enqueue: &Status{SHA: shaA, State: Success, Description: "applied 1", Context: "c/acme/prod"}, queued: true},
+			{enqueue: &Status{SHA: shaA, State: Success, Description: "applied 1", Context: "c/acme/prod"}, queued: false},
+			{enqueue: st(shaA, Success, "applied 1"), queued: false},
+			{take: true, got: shaA + " success"},
+			{take: true, got: shaA + " success c/acme/prod"},
+			{take: true},
+		}},
 		{"no SHA, no post", 60, 5, []step{
 			{enqueue: st("main", Pending, "started"), queued: false},
 			{enqueue: st("", Pending, "started"), queued: false},
@@ -302,7 +313,7 @@ func TestPosterPacesAndDedupes(t *testing.T) {
 				got, wait, ok := p.next(now)
 				name := ""
 				if ok {
-					name = got.SHA + " " + string(got.State)
+					name = strings.TrimSpace(got.SHA + " " + string(got.State) + " " + got.Context)
 				}
 				if name != s.got || wait != s.wait {
 					t.Fatalf("step %d: next = %q, wait %s; want %q, wait %s", i, name, wait, s.got, s.wait)
@@ -458,5 +469,38 @@ func TestClip(t *testing.T) {
 	}
 	if Clip("short") != "short" {
 		t.Error("Clip changed a short description")
+	}
+}
+
+// TestClusterContexts: a fleet cluster's sweep posts through Poster.In under
+// ClusterContext; the home sweep keeps the configured context.
+func TestClusterContexts(t *testing.T) {
+	for _, c := range []struct{ base, cluster, want string }{
+		{DefaultContext, "", DefaultContext},
+		{DefaultContext, "acme/prod", "universe-operator/sync/acme/prod"},
+		{"ci/deploy", "acme/edge-1", "ci/deploy/acme/edge-1"},
+	} {
+		if got := ClusterContext(c.base, c.cluster); got != c.want {
+			t.Errorf("ClusterContext(%q, %q) = %q, want %q", c.base, c.cluster, got, c.want)
+		}
+	}
+	p := NewPoster(&recorder{}, DefaultOptions(), time.Now)
+	in := p.In("universe-operator/sync/acme/prod")
+	if !in.Enqueue(Status{SHA: shaA, State: Pending, Description: "sweep started"}) || !p.Enqueue(Status{SHA: shaA, State: Pending, Description: "sweep started"}) {
+		t.Fatal("the same status in two contexts was not queued twice")
+	}
+	if in.Enqueue(Status{SHA: shaA, State: Pending, Description: "sweep started"}) {
+		t.Error("a repeat in the cluster's context was queued again")
+	}
+	var got []string
+	for {
+		st, _, ok := p.next(time.Now())
+		if !ok {
+			break
+		}
+		got = append(got, st.Context)
+	}
+	if strings.Join(got, ",") != "universe-operator/sync/acme/prod," {
+		t.Errorf("queued contexts %q", got)
 	}
 }

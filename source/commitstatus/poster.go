@@ -10,7 +10,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// maxCommits is how many commits the poster remembers the last status of.
+// maxCommits is how many commits (per context) the poster remembers the last status of.
 const maxCommits = 256
 
 // Prometheus collectors; cmd/operator registers them (Metrics).
@@ -38,9 +38,9 @@ type Poster struct {
 
 	mu    sync.Mutex
 	queue []Status
-	// want is the last status enqueued for each commit (forgotten when its post fails or is
-	// dropped, so the next sweep's equal status is posted); commits lists want's keys,
-	// oldest first.
+	// want is the last status enqueued for each commit and context (slot; forgotten when its
+	// post fails or is dropped, so the next sweep's equal status is posted); commits lists
+	// want's keys, oldest first.
 	want    map[string]key
 	commits []string
 	failing bool
@@ -67,8 +67,8 @@ func NewPoster(prov Provider, o Options, now func() time.Time) *Poster {
 	}
 }
 
-// Enqueue queues st unless it equals the last status enqueued for its commit, and returns
-// whether it did. It never blocks: when the queue is full its oldest status is dropped.
+// Enqueue queues st unless it equals the last status enqueued for its commit in its context,
+// and returns whether it did. It never blocks: when the queue is full its oldest status is dropped.
 func (p *Poster) Enqueue(st Status) bool {
 	st.Description = Clip(st.Description)
 	if !shaRE.MatchString(st.SHA) {
@@ -78,11 +78,11 @@ func (p *Poster) Enqueue(st Status) bool {
 	k := key{st.State, st.Description}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if w, ok := p.want[st.SHA]; ok && w == k {
+	if w, ok := p.want[st.slot()]; ok && w == k {
 		metricStatuses.WithLabelValues("duplicate").Inc()
 		return false
 	}
-	p.remember(st.SHA, k)
+	p.remember(st.slot(), k)
 	if len(p.queue) >= p.max {
 		p.forget(p.queue[0])
 		p.queue = p.queue[1:]
@@ -96,24 +96,27 @@ func (p *Poster) Enqueue(st Status) bool {
 	return true
 }
 
-// remember records k as the last status of sha; the oldest commit is forgotten beyond
+// slot is what a status replaces on the host: its commit's status of its context.
+func (st Status) slot() string { return st.SHA + " " + st.Context }
+
+// remember records k as the last status of slot; the oldest is forgotten beyond
 // maxCommits. Call with mu held.
-func (p *Poster) remember(sha string, k key) {
-	if _, ok := p.want[sha]; !ok {
-		p.commits = append(p.commits, sha)
+func (p *Poster) remember(slot string, k key) {
+	if _, ok := p.want[slot]; !ok {
+		p.commits = append(p.commits, slot)
 		if len(p.commits) > maxCommits {
 			delete(p.want, p.commits[0])
 			p.commits = p.commits[1:]
 		}
 	}
-	p.want[sha] = k
+	p.want[slot] = k
 }
 
 // forget drops st as its commit's last status, if it still is, so an equal one is posted
 // again. Call with mu held.
 func (p *Poster) forget(st Status) {
-	if p.want[st.SHA] == (key{st.State, st.Description}) {
-		delete(p.want, st.SHA)
+	if p.want[st.slot()] == (key{st.State, st.Description}) {
+		delete(p.want, st.slot())
 	}
 }
 
@@ -133,6 +136,22 @@ func (p *Poster) next(now time.Time) (Status, time.Duration, bool) {
 	st := p.queue[0]
 	p.queue = p.queue[1:]
 	return st, 0, true
+}
+
+// In is p posting under context (Status.Context): a fleet cluster sweep's statuses, through
+// p's one queue and token bucket (one repository, however many clusters).
+func (p *Poster) In(context string) Contexted { return Contexted{p: p, context: context} }
+
+// Contexted enqueues on a Poster under one context (Poster.In).
+type Contexted struct {
+	p       *Poster
+	context string
+}
+
+// Enqueue is Poster.Enqueue of st under the context.
+func (c Contexted) Enqueue(st Status) bool {
+	st.Context = c.context
+	return c.p.Enqueue(st)
 }
 
 // Pending returns how many statuses wait.

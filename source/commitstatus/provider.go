@@ -68,6 +68,14 @@ func NewProvider(o Options, creds source.Credentials) (Provider, error) {
 	}
 }
 
+// contextOf is st's context, or the configured one.
+func (c common) contextOf(st Status) string {
+	if st.Context != "" {
+		return st.Context
+	}
+	return c.context
+}
+
 type common struct {
 	hc          *http.Client
 	base        *url.URL
@@ -127,7 +135,7 @@ type githubProvider struct {
 }
 
 func (p *githubProvider) Post(ctx context.Context, st Status) error {
-	rs := &github.RepoStatus{State: github.String(string(st.State)), Description: github.String(st.Description), Context: github.String(p.context)}
+	rs := &github.RepoStatus{State: github.String(string(st.State)), Description: github.String(st.Description), Context: github.String(p.contextOf(st))}
 	if p.target != "" {
 		rs.TargetURL = github.String(p.target)
 	}
@@ -150,7 +158,7 @@ type giteaStatus struct {
 type giteaProvider struct{ common }
 
 func (p *giteaProvider) Post(ctx context.Context, st Status) error {
-	body := giteaStatus{Context: p.context, Description: st.Description, State: string(st.State), TargetURL: p.target}
+	body := giteaStatus{Context: p.contextOf(st), Description: st.Description, State: string(st.State), TargetURL: p.target}
 	if err := p.post(ctx, body, "repos", p.owner, p.name, "statuses", st.SHA); err != nil {
 		return fmt.Errorf("gitea create status on %s/%s@%s: %w", p.owner, p.name, st.SHA, err)
 	}
@@ -179,7 +187,7 @@ func gitlabState(s State) string {
 type gitlabProvider struct{ common }
 
 func (p *gitlabProvider) Post(ctx context.Context, st Status) error {
-	body := gitlabStatus{State: gitlabState(st.State), Name: p.context, Description: st.Description, TargetURL: p.target}
+	body := gitlabStatus{State: gitlabState(st.State), Name: p.contextOf(st), Description: st.Description, TargetURL: p.target}
 	if err := p.post(ctx, body, "projects", p.owner, "statuses", st.SHA); err != nil {
 		return fmt.Errorf("gitlab create status on %s@%s: %w", p.owner, st.SHA, err)
 	}
