@@ -94,7 +94,7 @@ type slackText struct {
 
 // titles are the human names of the kinds.
 var titles = map[Kind]string{
-	SweepFailed: "Git sweep failing", DriftReverted: "Drift reverted",
+	SweepFailed: "Git sweep failing", SweepRecovered: "Git sweep recovered", DriftReverted: "Drift reverted",
 	UpgradeRolledBack: "Upgrade rolled back", ImageUpdateCommitted: "Image update committed",
 }
 

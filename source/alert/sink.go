@@ -33,7 +33,7 @@ const (
 
 var metricAlerts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "universe_operator_alerts_total",
-	Help: "Alerts by target (slack, webhook) and result: sent, failed (the target refused or could not be reached after retries), dropped (its queue was full), deduplicated and rate_limited (held back, counted in the next send's repeats).",
+	Help: "Alerts by target (slack, webhook) and result: sent, failed (the target refused or could not be reached after retries), dropped (its queue was full), deduplicated and rate_limited (held back, counted in the next send's repeats), unpaired (a recovery whose failure the target was not sent).",
 }, []string{"target", "result"})
 
 // Metrics lists the sink's collectors; cmd/operator registers them once, with every loop's.
@@ -188,7 +188,7 @@ func (s *Sink) Alert(e Event) {
 	now := s.now()
 	for _, t := range s.targets {
 		t.mu.Lock()
-		v, repeats := t.gate.Admit(e.key(), now)
+		v, repeats := t.gate.AdmitEvent(e, now)
 		t.mu.Unlock()
 		if v != Send {
 			metricAlerts.WithLabelValues(t.name, string(v)).Inc()
