@@ -26,6 +26,9 @@ func TestAlerts(t *testing.T) {
 		Results: []apply.Result{{Object: cm, Action: apply.Failed, Message: "boom", Err: apierrors.NewInternalError(errFixture)}}}
 	drift := &Report{Revision: "eeeeeeeeeeeeeeee", Cluster: "acme/prod", Summary: Summary{Updated: 1},
 		Results: []apply.Result{{Object: cm, Action: apply.Updated, DriftedBy: []string{"kubectl-edit"}}}}
+	unhealthy := &Report{Revision: "gggg", Summary: Summary{InSync: 1, Health: HealthCounts{Failed: 1}},
+		Results: []apply.Result{{Object: cm, Action: apply.InSync, Health: "Failed", HealthMessage: "Progress deadline exceeded"}}}
+	rolling := &Report{Revision: "hhhh", Summary: Summary{Created: 1, Health: HealthCounts{InProgress: 1}}}
 	kinds := func(es []alert.Event) []alert.Kind {
 		var out []alert.Kind
 		for _, e := range es {
@@ -47,6 +50,10 @@ func TestAlerts(t *testing.T) {
 		{"still failing: no repeat", stopped, failed, nil, "", ""},
 		{"scope refusal", ok, refused, []alert.Kind{alert.SweepFailed}, "1 refused by scope", "crs/ns.yaml: Namespace x: ClusterScoped"},
 		{"apiserver refusal", ok, failed, []alert.Kind{alert.SweepFailed}, "1 failed", "ConfigMap/apps/web: ERROR: the apiserver refused the apply: 500"},
+		{"a Failed health", ok, unhealthy, []alert.Kind{alert.SweepFailed}, "1 unhealthy", "ConfigMap/apps/web: health Failed: Progress deadline exceeded"},
+		{"recovered after failing", failed, ok, []alert.Kind{alert.SweepRecovered}, "revision aaaaaaaaaaaa: nothing failing (applied 0, in sync 1", ""},
+		{"rolling out after failing is recovered: nothing fails", unhealthy, rolling, []alert.Kind{alert.SweepRecovered}, "nothing failing", ""},
+		{"rolling out after healthy: nothing", ok, rolling, nil, "", ""},
 		{"drift", ok, drift, []alert.Kind{alert.DriftReverted}, "reverted 1 object(s) to git revision eeeeeeeeeeee", "ConfigMap/apps/web (changed by kubectl-edit)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +65,7 @@ func TestAlerts(t *testing.T) {
 				return
 			}
 			e := got[0]
-			if !strings.Contains(e.Summary, tc.summary) || !e.Warning || e.Revision != tc.r.Revision || e.Cluster != tc.r.Cluster {
+			if !strings.Contains(e.Summary, tc.summary) || e.Warning != (e.Kind != alert.SweepRecovered) || e.Revision != tc.r.Revision || e.Cluster != tc.r.Cluster {
 				t.Errorf("event %+v, want summary with %q", e, tc.summary)
 			}
 			if tc.detailHave != "" && !strings.Contains(strings.Join(e.Details, "\n"), tc.detailHave) {

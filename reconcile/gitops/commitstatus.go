@@ -3,6 +3,8 @@ package gitops
 import (
 	"fmt"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+
 	"github.com/openuniverse/operator/source/commitstatus"
 )
 
@@ -25,12 +27,15 @@ func startedStatus(rev string) commitstatus.Status {
 // StatusOf is the commit status of a finished sweep's report, and false when the report
 // names no revision (the head could not be resolved). It is pure:
 //   - error: the sweep stopped before applying (snapshot, decryption keys);
-//   - failure: an object failed or was denied, the scope refused one, or a file is unusable;
-//   - pending: objects are held back by the ordering, nothing failed;
-//   - success: every object is applied or in sync (suspended paths aside).
+//   - failure: an object failed or was denied, the scope refused one, a file is unusable, or
+//     an applied object's health is Failed (kstatus: a rollout past its progress deadline);
+//   - pending: objects are held back by the ordering, or still rolling out (health
+//     InProgress, NotFound or Terminating), nothing failed;
+//   - success: every object is applied or in sync (suspended paths aside) and Current (or of
+//     unknown health: no watch covers it, as the ordering counts it).
 //
 // The description counts the report (applied, in sync, refused, held, orphaned, and failed,
-// unusable, suspended when there are some). When prev is the status of the same commit in
+// unusable, suspended, rolling out, unhealthy when there are some). When prev is the status of the same commit in
 // the same state, prev is returned as it is: a resync that finds the commit as it was, or
 // reverts drift, posts nothing new; only a change of state does.
 func StatusOf(prev commitstatus.Status, r *Report) (commitstatus.Status, bool) {
@@ -42,9 +47,9 @@ func StatusOf(prev commitstatus.Status, r *Report) (commitstatus.Status, bool) {
 	switch {
 	case r.Error != "":
 		st.State, st.Description = commitstatus.Error, "sweep failed before applying; see the operator's log and GET /gitops"
-	case s.Errors+s.Denied+s.OutOfScope+s.Skipped > 0:
+	case s.Errors+s.Denied+s.OutOfScope+s.Skipped+s.Health.Failed > 0:
 		st.State, st.Description = commitstatus.Failure, Describe(s)
-	case s.Held > 0:
+	case s.Held > 0 || rollingOut(s.Health) > 0:
 		st.State, st.Description = commitstatus.Pending, Describe(s)
 	default:
 		st.State, st.Description = commitstatus.Success, Describe(s)
@@ -62,12 +67,28 @@ func Describe(s Summary) string {
 	for _, extra := range []struct {
 		n    int
 		name string
-	}{{s.Errors, "failed"}, {s.Skipped, "unusable"}, {s.Suspended, "suspended"}} {
+	}{{s.Errors, "failed"}, {s.Skipped, "unusable"}, {s.Suspended, "suspended"}, {rollingOut(s.Health), "rolling out"}, {s.Health.Failed, "unhealthy"}} {
 		if extra.n > 0 {
 			d += fmt.Sprintf(", %s %d", extra.name, extra.n)
 		}
 	}
 	return commitstatus.Clip(d)
+}
+
+// rollingOut counts the objects on their way to Current: InProgress, NotFound, Terminating.
+func rollingOut(h HealthCounts) int { return h.InProgress + h.NotFound + h.Terminating }
+
+// Settling reports whether a report's health may still move on its own: an object rolling
+// out or Failed. While the last report settles, a watch seeing an object turn Current or
+// Failed fires a sweep (0 requests when idle), so the commit status and the alerts follow
+// the health without waiting for the resync. It is pure.
+func Settling(r *Report) bool {
+	return r.Error == "" && (rollingOut(r.Summary.Health) > 0 || r.Summary.Health.Failed > 0)
+}
+
+// settles is whether a health change to h ends a settling report's wait for it.
+func settles(h kstatus.Status) bool {
+	return h == kstatus.CurrentStatus || h == kstatus.FailedStatus
 }
 
 // postStarted enqueues the pending status of a sweep starting on rev, unless rev is the

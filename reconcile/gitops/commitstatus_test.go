@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/source/commitstatus"
 	"github.com/openuniverse/operator/source/commitstatus/statustest"
 )
@@ -50,6 +53,18 @@ func TestStatusOf(t *testing.T) {
 			commitstatus.Status{SHA: a, State: commitstatus.Failure, Description: "applied 0, in sync 3, refused 0, held 0, orphaned 0, failed 1"},
 			Report{Revision: a, Summary: Summary{Updated: 1, InSync: 3}},
 			commitstatus.Status{SHA: a, State: commitstatus.Success, Description: "applied 1, in sync 3, refused 0, held 0, orphaned 0"}, true},
+		{"rolling out: pending with the count", startedStatus(a), Report{Revision: a, Summary: Summary{Created: 2, Health: HealthCounts{Current: 1, InProgress: 1}}},
+			commitstatus.Status{SHA: a, State: commitstatus.Pending, Description: "applied 2, in sync 0, refused 0, held 0, orphaned 0, rolling out 1"}, true},
+		{"not found or terminating is rolling out too", startedStatus(a), Report{Revision: a, Summary: Summary{InSync: 2, Health: HealthCounts{NotFound: 1, Terminating: 1}}},
+			commitstatus.Status{SHA: a, State: commitstatus.Pending, Description: "applied 0, in sync 2, refused 0, held 0, orphaned 0, rolling out 2"}, true},
+		{"Current, or unknown to any watch: success", startedStatus(a), Report{Revision: a, Summary: Summary{InSync: 2, Health: HealthCounts{Current: 1, Unknown: 1}}},
+			commitstatus.Status{SHA: a, State: commitstatus.Success, Description: "applied 0, in sync 2, refused 0, held 0, orphaned 0"}, true},
+		{"a Failed health fails the commit", startedStatus(a), Report{Revision: a, Summary: Summary{InSync: 2, Health: HealthCounts{Current: 1, Failed: 1}}},
+			commitstatus.Status{SHA: a, State: commitstatus.Failure, Description: "applied 0, in sync 2, refused 0, held 0, orphaned 0, unhealthy 1"}, true},
+		{"rolled out after pending: success with the new counts",
+			commitstatus.Status{SHA: a, State: commitstatus.Pending, Description: "applied 2, in sync 0, refused 0, held 0, orphaned 0, rolling out 1"},
+			Report{Revision: a, Idle: true, Summary: Summary{InSync: 2, Health: HealthCounts{Current: 2}}},
+			commitstatus.Status{SHA: a, State: commitstatus.Success, Description: "applied 0, in sync 2, refused 0, held 0, orphaned 0"}, true},
 		{"another commit is its own", commitstatus.Status{SHA: b, State: commitstatus.Success, Description: "x"}, Report{Revision: a, Summary: ok},
 			commitstatus.Status{SHA: a, State: commitstatus.Success, Description: "applied 3, in sync 40, refused 0, held 0, orphaned 1"}, true},
 	}
@@ -207,5 +222,68 @@ func TestSweepDoesNotWaitForTheStatusHost(t *testing.T) {
 		if got := next(t, srv); got.State != w {
 			t.Errorf("after the outage: %+v, want %s", got, w)
 		}
+	}
+}
+
+// TestSweepStatusWaitsForHealth, on the apiserver: a commit whose Deployment is still
+// rolling out stays pending ("rolling out 1"); the watch seeing it turn Current fires a sweep
+// (idle: 0 requests), which posts success; past its progress deadline (Failed) the next
+// fired sweep posts failure and alerts SweepFailed naming it; rolled out again, success and
+// one SweepRecovered. The test writes the Deployment's status as its controller would.
+func TestSweepStatusWaitsForHealth(t *testing.T) {
+	const ns = "status-health-test"
+	src := newMemSource(map[string][]byte{
+		"ns.yaml":  fmt.Appendf(nil, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns),
+		"web.yaml": healthDeployment("web", ns),
+	})
+	sw, reqs, admin := newTestSweeper(t, src, All)
+	q, srv, _ := githubPoster(t)
+	alerts := &alertLog{}
+	sw.Statuses, sw.Alerts = q, alerts
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go q.poster.Run(ctx, logr.Discard())
+
+	r := sw.Sweep(ctx)
+	rev := r.Revision
+	if r.Error != "" || r.Summary.Created != 2 || r.Summary.Health.InProgress != 1 || !Settling(&r) {
+		t.Fatalf("first sweep: %+v %s", r.Summary, r.Error)
+	}
+	for _, w := range []string{"pending sweep started", "pending applied 2, in sync 0, refused 0, held 0, orphaned 0, rolling out 1"} {
+		if got := next(t, srv); got.SHA != rev || got.State+" "+got.Description != w {
+			t.Fatalf("post %+v, want %q", got, w)
+		}
+	}
+
+	step := func(what string, st appsv1.DeploymentStatus, want commitstatus.State) Report {
+		t.Helper()
+		setDeploymentStatus(t, admin, ns, "web", st)
+		waitFired(t, sw, what)
+		reqs.take()
+		r := sw.Sweep(ctx)
+		if n := reqs.take(); !r.Idle || total(n)-sumVerb(n, "WATCH") != 0 {
+			t.Errorf("%s: the fired sweep sent %v (idle %v), want an idle one", what, n, r.Idle)
+		}
+		if got := next(t, srv); got.SHA != rev || got.State != string(want) {
+			t.Fatalf("%s: post %+v, want %s", what, got, want)
+		}
+		return r
+	}
+	step("web turning Current", rolledOut, commitstatus.Success)
+	if len(alerts.got) != 0 {
+		t.Errorf("alerts before anything failed: %+v", alerts.got)
+	}
+	r = step("web past its progress deadline", appsv1.DeploymentStatus{Replicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"},
+	}}, commitstatus.Failure)
+	if len(alerts.got) != 1 || alerts.got[0].Kind != alert.SweepFailed || !strings.Contains(strings.Join(alerts.got[0].Details, "\n"), "Deployment/"+ns+"/web: health Failed") {
+		t.Fatalf("alerts after the deadline: %+v, want one SweepFailed naming web", alerts.got)
+	}
+	step("web rolled out again", rolledOut, commitstatus.Success)
+	if len(alerts.got) != 2 || alerts.got[1].Kind != alert.SweepRecovered || alerts.got[1].Revision != rev {
+		t.Fatalf("alerts after recovery: %+v, want SweepFailed then SweepRecovered", alerts.got)
+	}
+	if v := srv.Violations(); len(v) > 0 {
+		t.Errorf("requests against GitHub's documented API: %v", v)
 	}
 }

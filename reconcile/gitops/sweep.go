@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -101,6 +102,8 @@ type Sweeper struct {
 	applied map[key]Health
 	gates   map[key]bool
 	log     logr.Logger
+	// settling: the last report's health may still move (Settling); observe fires on it.
+	settling atomic.Bool
 
 	// syncStatus writes the GitSync status object (syncstatus.go); nil without State.Status.
 	syncStatus *syncStatus
@@ -321,6 +324,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Report {
 	s.mu.Lock()
 	s.last = &r
 	s.mu.Unlock()
+	s.settling.Store(Settling(&r))
 	s.writeStatus(ctx)
 	return r
 }
@@ -856,7 +860,7 @@ func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 		if now := s.healthLocked(k); now != nil && now.Status != t.last {
 			changed, from, to = true, Health{Status: t.last}, *now
 			t.last = now.Status
-			unblock = s.gates[k] && now.Status == kstatus.CurrentStatus
+			unblock = (s.gates[k] && now.Status == kstatus.CurrentStatus) || (s.settling.Load() && settles(now.Status))
 		}
 	}
 	log, status := s.log, s.syncStatus
