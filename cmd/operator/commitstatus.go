@@ -41,8 +41,9 @@ func resolveCommitStatus(o *runOptions) (commitstatus.Options, error) {
 }
 
 // setupCommitStatus gives the sweep a poster of its commits' statuses (leader only, as the
-// sweep), its token file watched; nothing without --commit-status.
-func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Sweeper, log logr.Logger) error {
+// sweep), its token file watched, and the fleet's sweeps the same poster, each cluster
+// under its own context (commitstatus.ClusterContext); nothing without --commit-status.
+func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Sweeper, fl *fleetSweeps, log logr.Logger) error {
 	if !o.Enabled() {
 		return nil
 	}
@@ -56,10 +57,14 @@ func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Swee
 	}
 	p := commitstatus.NewPoster(prov, o, time.Now)
 	sw.Statuses = p
+	if fl != nil {
+		fl.statuses, fl.statusContext = p, o.Context
+	}
 	if err := mgr.Add(watchFile(tf, log.WithName("token"))); err != nil {
 		return err
 	}
-	log.Info("Posting commit statuses", "provider", o.Provider, "repository", o.Repository, "context", o.Context, "perMinute", o.PerMinute)
+	log.Info("Posting commit statuses", "provider", o.Provider, "repository", o.Repository, "context", o.Context, "perMinute", o.PerMinute,
+		"fleetContexts", fl != nil)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		p.Run(ctx, log)
 		return nil

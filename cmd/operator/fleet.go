@@ -29,6 +29,7 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/alert"
+	"github.com/openuniverse/operator/source/commitstatus"
 )
 
 // fleetOptions configures the fleet: the registered clusters the git sweep reaches.
@@ -83,6 +84,10 @@ type fleetSweeps struct {
 	now    func() time.Time
 	// alerts receives each cluster's sweep alerts (--alerts-secret); nil: none.
 	alerts alert.Hook
+	// statuses posts each cluster's sweep outcome on the commit (--commit-status), under
+	// commitstatus.ClusterContext(statusContext, "<org>/<name>"); nil: none.
+	statuses      *commitstatus.Poster
+	statusContext string
 
 	mu      sync.Mutex
 	running map[string]*clusterSweep
@@ -346,6 +351,9 @@ func (f *fleetSweeps) sweeper(key string, t fleetTarget, b *fleet.Bound) (*gitop
 	}
 	sw.Cluster = key
 	sw.Alerts = f.alerts
+	if f.statuses != nil {
+		sw.Statuses = f.statuses.In(commitstatus.ClusterContext(f.statusContext, key))
+	}
 	return sw, nil
 }
 

@@ -425,7 +425,7 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 		return nil, err
 	}
 	sweeper.Recorder = mgr.GetEventRecorder(apply.RecorderGitOps)
-	if err := setupCommitStatus(mgr, o.CommitStatus, sweeper, ctrl.Log.WithName("commit-status")); err != nil {
+	if err := setupCommitStatus(mgr, o.CommitStatus, sweeper, fl, ctrl.Log.WithName("commit-status")); err != nil {
 		return nil, err
 	}
 	sweeper.Alerts = o.alertHook()
