@@ -81,7 +81,8 @@ func rollingOut(h HealthCounts) int { return h.InProgress + h.NotFound + h.Termi
 // Settling reports whether a report's health may still move on its own: an object rolling
 // out or Failed. While the last report settles, a watch seeing an object turn Current or
 // Failed fires a sweep (0 requests when idle), so the commit status and the alerts follow
-// the health without waiting for the resync. It is pure.
+// the health without waiting for the resync; an object turning Failed fires one whatever
+// the report. It is pure.
 func Settling(r *Report) bool {
 	return r.Error == "" && (rollingOut(r.Summary.Health) > 0 || r.Summary.Health.Failed > 0)
 }

@@ -860,7 +860,7 @@ func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 		if now := s.healthLocked(k); now != nil && now.Status != t.last {
 			changed, from, to = true, Health{Status: t.last}, *now
 			t.last = now.Status
-			unblock = (s.gates[k] && now.Status == kstatus.CurrentStatus) || (s.settling.Load() && settles(now.Status))
+			unblock = (s.gates[k] && now.Status == kstatus.CurrentStatus) || (s.settling.Load() && settles(now.Status)) || now.Status == kstatus.FailedStatus
 		}
 	}
 	log, status := s.log, s.syncStatus
