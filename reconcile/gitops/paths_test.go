@@ -210,6 +210,7 @@ func TestSweepPaths(t *testing.T) {
 
 	// 5. Suspend apps/web: an out-of-band edit is reported, not reverted, until resume.
 	susp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: stateNS, Name: "suspend"}, Data: map[string]string{SuspendKey: "apps/web\n"}}
+	drainFired(sw)
 	if err := admin.Create(ctx, susp); err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +220,7 @@ func TestSweepPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	web.Data["a"] = "edited"
+	drainFired(sw)
 	if err := admin.Update(ctx, &web, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +240,7 @@ func TestSweepPaths(t *testing.T) {
 	}
 	// resume: the drift is reverted
 	susp.Data[SuspendKey] = ""
+	drainFired(sw)
 	if err := admin.Update(ctx, susp); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +250,15 @@ func TestSweepPaths(t *testing.T) {
 		t.Errorf("web after resume: %+v, want UPDATE (drift reverted)", res)
 	}
 	idle("idle after resume")
+}
+
+// drainFired drops a pending request (a health change settling an earlier sweep fires
+// one), so the next waitFired waits for the action that follows.
+func drainFired(sw *Sweeper) {
+	select {
+	case <-sw.Trigger().C():
+	default:
+	}
 }
 
 func waitFired(t *testing.T, sw *Sweeper, what string) {
