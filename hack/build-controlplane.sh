@@ -18,6 +18,12 @@ BIN_DIR="$CACHE_ROOT/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK
 WORK="$CACHE_ROOT/build"
 if [ "${1:-}" = "--dir" ]; then echo "$BIN_DIR"; exit 0; fi
 mkdir -p "$BIN_DIR" "$WORK"
+# One build at a time per cache: two concurrent runs share $WORK and the *.tmp outputs (one
+# would move the other's half-written binary). The second waits, then finds the cache full.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE_ROOT/build.lock"
+  flock 9
+fi
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }
 have() { [ -x "$BIN_DIR/$1" ]; }
