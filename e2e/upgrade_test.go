@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openuniverse/operator/e2e/testbed"
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
 	"github.com/openuniverse/operator/upgrade"
@@ -23,11 +24,13 @@ import (
 // mid-Preflighting and again mid-Rolling (during the soak), and restarts it each time: the
 // restarted operator re-derives the same decision from the CR's status and the cluster — the
 // same pre-flight pod (not recreated), the same soak anchor — and the upgrade ends with one
-// Succeeded record, production having run v1 then v2 only.
+// Succeeded record, production having run v1 then v2 only. v2 is testbed.SlowBootImage: its
+// pods boot for 10 s, so the pre-flight lasts long enough to be killed in (a pod Ready at once
+// passed pre-flight within ~40 ms of the CR waking on its status).
 func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 	cl := getCluster(t)
 	const ns, name = "e2e-upgrade-resume", "resume"
-	const v1, v2 = "ghcr.io/example/resume:v1", "ghcr.io/example/resume:v2"
+	const v1, v2 = "testbed.invalid/slow-boot:v1", testbed.SlowBootImage
 	deleteNamespaceAfter(t, cl, ns)
 	ensureNamespace(t, cl.c, ns)
 	repo := newGitRepo(t)
@@ -40,7 +43,7 @@ func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 		"apiVersion": "hanzo.ai/v1", "kind": "Service",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
-			"image": map[string]any{"repository": "ghcr.io/example/resume", "tag": "v1"},
+			"image": map[string]any{"repository": "testbed.invalid/slow-boot", "tag": "v1"},
 			"ports": []any{map[string]any{"name": "http", "containerPort": int64(8080)}},
 			"upgradePolicy": map[string]any{"enabled": true, "preflight": true, "soakSeconds": int64(25),
 				"preflightDeadlineSeconds": int64(120), "rolloutDeadlineSeconds": int64(120)},
@@ -74,8 +77,13 @@ func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 		return str(s, "lastGoodImage") == v1, fmt.Sprint(s["lastGoodImage"])
 	})
 
-	// Every image the Deployment named, and every uid the pre-flight pod had.
-	var images []string
+	// Every image the Deployment named (v1 read before the change, then polled), and every uid
+	// the pre-flight pod had.
+	d0 := &appsv1.Deployment{}
+	if err := cl.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d0); err != nil {
+		t.Fatalf("the adopted Deployment: %v", err)
+	}
+	images := []string{upgrade.DeploymentImage(d0)}
 	podUIDs := map[types.UID]bool{}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -90,7 +98,7 @@ func TestUpgradeResumesAfterSIGKILL(t *testing.T) {
 			}
 			d := &appsv1.Deployment{}
 			if err := cl.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err == nil {
-				if img := upgrade.DeploymentImage(d); len(images) == 0 || images[len(images)-1] != img {
+				if img := upgrade.DeploymentImage(d); images[len(images)-1] != img {
 					images = append(images, img)
 				}
 			}

@@ -35,6 +35,11 @@ const CrashLoopLabel = "testbed.openuniverse.dev/crashloop"
 // (stages/pod-crashloop-image.yaml): an upgrade to it fails, a rollback from it recovers.
 const CrashLoopImage = "testbed.invalid/crash-loop:v1"
 
+// SlowBootImage is an image whose pods become Ready 10 s after they are scheduled
+// (stages/pod-slowboot-image.yaml), where every other pod is Ready at once: a test can act while
+// an upgrade to it is pre-flighting. testbed.invalid/slow-boot:v1 boots at once.
+const SlowBootImage = "testbed.invalid/slow-boot:v2"
+
 // nodePods is how many pods the fake node takes: the Kind benchmarks run two replicas for
 // each of up to 5 000 Service CRs.
 const nodePods = "12000"
