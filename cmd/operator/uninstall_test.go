@@ -40,7 +40,8 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 
 // TestUninstallRemovesOnlyItsOwn installs a universe (two replicas, a shard, the separate
 // deploy plane: a PDB, three Deployments, two Services; the cluster plane: a Role in
-// default) on the real apiserver, then: `uninstall --crds` refuses while a CR
+// default; two owned namespaces besides its own: a Role and RoleBinding in each) on the real
+// apiserver, then: `uninstall --crds` refuses while a CR
 // exists, naming it, and deletes nothing; `uninstall` deletes every object install applied
 // and nothing else (an object with install's labels another manager applied, the user's
 // Secret, the Namespace, another universe's ClusterRole, the CRs and CRDs stay); once the
@@ -58,6 +59,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 	const group, ns = "zoo.cloud", "uninstall-zoo"
 	out, stderr, code := execute(t, "", "install", "--kubeconfig", kc, "--api-group", group, "--namespace", ns,
 		"--image", "registry.example/operator:v1.0.0", "--replicas", "2", "--shards", "1", "--lux-network-kinds",
+		"--watch-namespaces", ns+","+ns+"-a,"+ns+"-b", // a Role and RoleBinding in each
 		"--deploy-plane-separate", "--deploy-plane-oidc-issuer", "https://id.example",
 		"--k8s-plane-bind-address", ":8091", "--k8s-plane-oidc-issuer", "https://id.example", "--k8s-plane-oidc-audience", "k8s-plane")
 	if code != 0 {
@@ -88,7 +90,16 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 		"metadata": map[string]any{"name": "lookalike", "namespace": ns, "labels": labels}, "data": map[string]any{"k": "v"}}}
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": install.OperatorName + ".osage.cloud", "labels": labels}}}
-	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: kinds.ManagerInstall} {
+	// and the same group's RoleBinding in a namespace it does not own, binding another
+	// install's ServiceAccount.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-c"}}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": install.RoleName(group), "namespace": ns + "-c", "labels": labels},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": install.RoleName(group)},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": install.OperatorName, "namespace": "elsewhere"}}}}
+	for obj, manager := range map[*unstructured.Unstructured]string{decoy: "kubectl", other: kinds.ManagerInstall, foreign: kinds.ManagerInstall} {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(manager)); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +164,7 @@ func TestUninstallRemovesOnlyItsOwn(t *testing.T) {
 			t.Errorf("uninstall printed no deletion of %s:\n%s", ref, out)
 		}
 	}
-	for _, obj := range []client.Object{decoy, other, secret, cr} {
+	for _, obj := range []client.Object{decoy, other, foreign, secret, cr} {
 		ref := apply.ObjRef{Group: obj.GetObjectKind().GroupVersionKind().Group, Version: obj.GetObjectKind().GroupVersionKind().Version,
 			Kind: obj.GetObjectKind().GroupVersionKind().Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if ref.Kind == "" {

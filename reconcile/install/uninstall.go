@@ -103,8 +103,12 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 			return rep, err
 		}
 	}
+	owned, err := i.ownedNamespaces(ctx, o)
+	if err != nil {
+		return rep, err
+	}
 	for _, gvk := range OwnKinds {
-		objs, err := i.own(ctx, o, gvk)
+		objs, err := i.own(ctx, o, gvk, owned)
 		if err != nil {
 			return rep, err
 		}
@@ -128,20 +132,57 @@ func (i Installer) Uninstall(ctx context.Context, o UninstallOptions) (Uninstall
 }
 
 // own lists the objects of gvk install would have applied for o: by install's labels, in
-// o.Namespace, or, cluster-scoped, named for o.APIGroup; and the Role and RoleBinding
-// DefaultRoleName(o.APIGroup) in DefaultNamespace (the cluster plane's audit Events).
-func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+// o.Namespace, or, cluster-scoped, named for o.APIGroup; the Role and RoleBinding
+// DefaultRoleName(o.APIGroup) in DefaultNamespace (the cluster plane's audit Events); and the
+// Role and RoleBinding RoleName(o.APIGroup) of each owned namespace whose RoleBinding binds
+// this install's ServiceAccount (owned lists those namespaces, read before any delete).
+func (i Installer) own(ctx context.Context, o UninstallOptions, gvk schema.GroupVersionKind, owned []string) ([]*unstructured.Unstructured, error) {
 	out, err := i.ownIn(ctx, o, gvk, o.Namespace)
-	if err != nil || (gvk.Kind != "Role" && gvk.Kind != "RoleBinding") || o.Namespace == DefaultNamespace {
+	if err != nil || (gvk.Kind != "Role" && gvk.Kind != "RoleBinding") {
 		return out, err
 	}
-	events, err := i.ownIn(ctx, o, gvk, DefaultNamespace)
-	for _, obj := range events {
-		if obj.GetName() == DefaultRoleName(o.APIGroup) {
-			out = append(out, obj)
+	for _, ns := range owned {
+		if ns == o.Namespace {
+			continue
+		}
+		in, err := i.ownIn(ctx, o, gvk, ns)
+		if err != nil {
+			return out, err
+		}
+		for _, obj := range in {
+			if obj.GetName() == RoleName(o.APIGroup) || ns == DefaultNamespace && obj.GetName() == DefaultRoleName(o.APIGroup) {
+				out = append(out, obj)
+			}
 		}
 	}
-	return out, err
+	return out, nil
+}
+
+// ownedNamespaces are the namespaces besides o.Namespace where install bound this install's
+// ServiceAccount with its RoleBindings (the owned namespaces' RoleName, the cluster plane's
+// DefaultRoleName in DefaultNamespace), found by install's labels across the cluster.
+func (i Installer) ownedNamespaces(ctx context.Context, o UninstallOptions) ([]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBindingList"})
+	if err := i.Client.List(ctx, list, client.MatchingLabels{kinds.LabelName: OperatorName, kinds.LabelManagedBy: kinds.ManagerInstall}); err != nil {
+		return nil, fmt.Errorf("list RoleBindings: %w", err)
+	}
+	var out []string
+	for n := range list.Items {
+		rb := &list.Items[n]
+		if rb.GetNamespace() == o.Namespace || rb.GetName() != RoleName(o.APIGroup) && rb.GetName() != DefaultRoleName(o.APIGroup) {
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+		if slices.ContainsFunc(subjects, func(s any) bool {
+			m, _ := s.(map[string]any)
+			return m["kind"] == "ServiceAccount" && m["name"] == OperatorName && m["namespace"] == o.Namespace
+		}) && !slices.Contains(out, rb.GetNamespace()) {
+			out = append(out, rb.GetNamespace())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // ownIn lists the objects of gvk with install's labels in ns (cluster-scoped: named for
