@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -111,6 +110,11 @@ func (kb *kindsBench) run() {
 		b.Fatal(err)
 	}
 	kb.c = c
+	// 10 minutes, and 300 ms per CR more: 5 000 CRs on a 2-core machine take ~20 minutes
+	timeout := 10*time.Minute + time.Duration(kb.n)*300*time.Millisecond
+	// the floor first, alone on the control plane, its namespace gone before the operator starts
+	fl := kb.floor(ctx, timeout)
+
 	kb.ns = fmt.Sprintf("kinds-bench-%d-%d", kb.n, time.Now().Unix())
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": kb.ns}}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -119,13 +123,13 @@ func (kb *kindsBench) run() {
 	defer kb.deleteNamespace(ns)
 
 	op := kb.start()
+	time.Sleep(2 * time.Second) // caches synced, nothing to do: the idle process
+	idleRSS, _ := op.usage()
 	apiBefore := scrapeAPIServer(b, kb.cfg)
 	opBefore := op.scrape()
 	planeBefore := kb.planeCPU()
 	start := time.Now()
 	applied := make(chan time.Duration, 1)
-	// 10 minutes, and 300 ms per CR more: 5 000 CRs on a 2-core machine take ~20 minutes
-	timeout := 10*time.Minute + time.Duration(kb.n)*300*time.Millisecond
 	go func() { applied <- kb.waitChildren(ctx, start, timeout) }()
 	kb.createAll(ctx)
 	created := time.Since(start)
@@ -135,6 +139,7 @@ func (kb *kindsBench) run() {
 	opAfter := op.scrape()
 	rss, cpu := op.usage()
 	planeAfter := kb.planeCPU()
+	heap := op.heapProfile(kb.n)
 
 	w := kb.out
 	fmt.Fprintf(w, "\n%d Service CRs (2 replicas each) created in %.1fs; every Deployment and Service applied after %.1fs; %d/%d Ready after %.1fs (%.1f CRs/s)\n",
@@ -167,16 +172,25 @@ func (kb *kindsBench) run() {
 			1000*opDelta.sum("workqueue_queue_duration_seconds_sum", work)/max(1, opDelta.sum("workqueue_queue_duration_seconds_count", work)))
 	}
 	fmt.Fprintf(w, "  apiserver all: %.0f requests, throttled (429): %.0f\n", apiDelta.sum("apiserver_request_total", nil), apiDelta.sum("apiserver_request_total", map[string]string{"code": "429"}))
-	fmt.Fprintf(w, "  operator peak RSS %.0f MiB, CPU %.1fs\n", float64(rss)/(1<<20), cpu)
+	fmt.Fprintf(w, "  operator peak RSS %.0f MiB (idle %.0f MiB; %.0f KiB per CR over idle), CPU %.1fs; at Ready: heap in use %.0f MiB, %s\n",
+		float64(rss)/(1<<20), float64(idleRSS)/(1<<20), float64(rss-min(idleRSS, rss))/1024/float64(kb.n), cpu,
+		opAfter.sum("go_memstats_heap_inuse_bytes", nil)/(1<<20), heap)
 	var plane []string
 	busy := cpu
+	var planeSum float64
 	for _, name := range slices.Sorted(maps.Keys(planeAfter)) {
 		d := (planeAfter[name] - planeBefore[name]).Seconds()
 		busy += d
+		planeSum += d
 		plane = append(plane, fmt.Sprintf("%s %.1fs", name, d))
 	}
 	fmt.Fprintf(w, "  control plane CPU: %s; with the operator %.0f%% of the machine's %d CPUs over %.0fs\n", strings.Join(plane, ", "),
 		100*busy/(readyAt.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU(), readyAt.Seconds())
+	fmt.Fprintf(w, "  floor (the same children, kubectl apply --server-side, %d processes, no owner refs, run first in its own namespace): applied after %.1fs; %d/%d Deployments Available after %.1fs; apiserver requests %.0f (%.2f per CR); control plane CPU %.1fs; kubectl CPU %.1fs\n",
+		fl.procs, fl.applied.Seconds(), fl.available, kb.n, fl.ready.Seconds(), fl.requests, perCR(fl.requests, kb.n), fl.planeCPU, fl.clientCPU)
+	fmt.Fprintf(w, "  operator/floor: %s, %s, %s\n", ratio("time to all Ready", readyAt.Seconds(), fl.ready.Seconds(), 1.2),
+		ratio("apiserver requests", apiDelta.sum("apiserver_request_total", nil), fl.requests, 1.1),
+		ratio("control plane CPU", planeSum, fl.planeCPU, 0))
 	if ready < kb.n {
 		fmt.Fprintf(w, "  not all Ready: resyncs skipped\n")
 		op.stop(syscall.SIGTERM)
@@ -307,23 +321,41 @@ func (kb *kindsBench) touchAll(ctx context.Context) {
 // waitReady watches the CRs until every one is Ready at its generation, or timeout; it
 // returns how many were and when the last became so.
 func (kb *kindsBench) waitReady(ctx context.Context, start time.Time, timeout time.Duration) (int, time.Duration) {
+	n, last := kb.waitAll(ctx, "hanzo.ai/v1", "ServiceList", isReady, timeout, nil)
+	if last.IsZero() {
+		return n, 0
+	}
+	return n, last.Sub(start)
+}
+
+// waitAll lists and then watches the objects of listKind in the bench's namespace until
+// kb.n of them pass ready, or timeout; it returns how many did and when the last did. It
+// closes listed (when not nil) once the first list is done: nothing after it is missed.
+func (kb *kindsBench) waitAll(ctx context.Context, apiVersion, listKind string, ready func(*unstructured.Unstructured) bool, timeout time.Duration, listed chan struct{}) (int, time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ready := map[string]bool{}
-	var last time.Duration
-	for ctx.Err() == nil && len(ready) < kb.n {
+	done := map[string]bool{}
+	var last time.Time
+	see := func(u *unstructured.Unstructured) {
+		if ready(u) && !done[u.GetName()] {
+			done[u.GetName()], last = true, time.Now()
+		}
+	}
+	for ctx.Err() == nil && len(done) < kb.n {
 		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion("hanzo.ai/v1")
-		list.SetKind("ServiceList")
+		list.SetAPIVersion(apiVersion)
+		list.SetKind(listKind)
 		if err := kb.c.List(ctx, list, client.InNamespace(kb.ns)); err != nil {
 			continue
 		}
-		for i := range list.Items {
-			if isReady(&list.Items[i]) && !ready[list.Items[i].GetName()] {
-				ready[list.Items[i].GetName()], last = true, time.Since(start)
-			}
+		if listed != nil {
+			close(listed)
+			listed = nil
 		}
-		if len(ready) == kb.n {
+		for i := range list.Items {
+			see(&list.Items[i])
+		}
+		if len(done) == kb.n {
 			break
 		}
 		w, err := kb.c.Watch(ctx, list, client.InNamespace(kb.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
@@ -335,32 +367,32 @@ func (kb *kindsBench) waitReady(ctx context.Context, start time.Time, timeout ti
 			if !ok || (ev.Type != watch.Modified && ev.Type != watch.Added) {
 				continue
 			}
-			if isReady(u) && !ready[u.GetName()] {
-				ready[u.GetName()], last = true, time.Since(start)
-				if len(ready) == kb.n {
-					break
-				}
+			if see(u); len(done) == kb.n {
+				break
 			}
 		}
 		w.Stop()
 	}
-	return len(ready), last
+	if listed != nil {
+		close(listed)
+	}
+	return len(done), last
 }
 
-// waitChildren polls (metadata only, every 2 s) until the namespace holds a Deployment
-// and a Service per CR: the operator's part of the way to Ready.
+// waitChildren watches (as waitReady, no polling: the floor's wait costs the apiserver as
+// little) until the namespace holds a Deployment and a Service per CR: the operator's part
+// of the way to Ready.
 func (kb *kindsBench) waitChildren(ctx context.Context, start time.Time, timeout time.Duration) time.Duration {
-	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, kind := range []struct{ apiVersion, kind string }{{"apps/v1", "DeploymentList"}, {"v1", "ServiceList"}} {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(schema.FromAPIVersionAndKind(kind.apiVersion, kind.kind))
-			if err := kb.c.List(ctx, list, client.InNamespace(kb.ns)); err != nil || len(list.Items) < kb.n {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	return time.Since(start)
+	exists := func(*unstructured.Unstructured) bool { return true }
+	_, d := kb.waitAll(ctx, "apps/v1", "DeploymentList", exists, timeout, nil)
+	_, s := kb.waitAll(ctx, "v1", "ServiceList", exists, timeout, nil)
+	if s.Before(d) {
+		s = d
+	}
+	if s.IsZero() {
+		return time.Since(start)
+	}
+	return s.Sub(start)
 }
 
 func isReady(u *unstructured.Unstructured) bool {
@@ -397,7 +429,7 @@ func (kb *kindsBench) deleteNamespace(ns *unstructured.Unstructured) {
 	ctx := context.Background()
 	_ = kb.c.Delete(ctx, ns)
 	// the next size must not share the cluster with this one's garbage collection
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute+time.Duration(kb.n)*100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		err := kb.c.Get(ctx, client.ObjectKeyFromObject(ns), ns.DeepCopy())
 		return apierrors.IsNotFound(err), nil
 	})
@@ -408,6 +440,7 @@ type benchOperator struct {
 	b       *testing.B
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string
 	done    chan struct{}
 	mu      sync.Mutex
 	tail    []string
@@ -416,10 +449,13 @@ type benchOperator struct {
 func (kb *kindsBench) start() *benchOperator {
 	b := kb.b
 	port := freePortB(b)
+	pprofPort := freePortB(b)
 	args := []string{"run", "--controllers", "kinds", "--leader-elect=false", "--kubeconfig", kb.kubeconfig,
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "0", "--webhook-bind-address", "0"}
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "0", "--webhook-bind-address", "0",
+		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}
 	args = append(args, strings.Fields(os.Getenv("KINDS_BENCH_FLAGS"))...)
-	op := &benchOperator{b: b, cmd: exec.Command(kb.bin, args...), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
+	op := &benchOperator{b: b, cmd: exec.Command(kb.bin, args...), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
+		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort), done: make(chan struct{})}
 	op.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	op.cmd.Stdout, op.cmd.Stderr = pw, pw
@@ -504,7 +540,8 @@ func (op *benchOperator) tryScrape() (metricSet, error) {
 	}
 	defer resp.Body.Close()
 	return parseMetrics(resp.Body, "rest_client_requests_total", "controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers",
-		"workqueue_work_duration_seconds_sum", "workqueue_work_duration_seconds_count", "workqueue_queue_duration_seconds_sum", "workqueue_queue_duration_seconds_count"), nil
+		"workqueue_work_duration_seconds_sum", "workqueue_work_duration_seconds_count", "workqueue_queue_duration_seconds_sum", "workqueue_queue_duration_seconds_count",
+		"go_memstats_heap_inuse_bytes"), nil
 }
 
 func (op *benchOperator) scrape() metricSet {
@@ -627,4 +664,38 @@ func freePortB(b *testing.B) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// heapProfile saves the operator's heap profile (after a GC: what is live) to
+// .cache/bench/kinds-heap-N.pb.gz and returns where it is and its largest in-use
+// allocation sites (`go tool pprof -top`), for the report; what went wrong, if anything.
+func (op *benchOperator) heapProfile(n int) string {
+	resp, err := http.Get(op.pprof + "/heap?gc=1")
+	if err != nil {
+		return "no heap profile: " + err.Error()
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "no heap profile: " + err.Error()
+	}
+	dir := filepath.Join("..", ".cache", "bench")
+	path := filepath.Join(dir, fmt.Sprintf("kinds-heap-%d.pb.gz", n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "no heap profile: " + err.Error()
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "no heap profile: " + err.Error()
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=12", "-sample_index=inuse_space", op.cmd.Path, path).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("heap profile in %s (go tool pprof: %v)", path, err)
+	}
+	var top []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 6 && strings.HasSuffix(f[1], "%") {
+			top = append(top, "      "+strings.TrimSpace(line))
+		}
+	}
+	return fmt.Sprintf("heap profile in %s, live heap by allocation site (flat, flat%%, sum%%, cum, cum%%):\n%s", path, strings.Join(top, "\n"))
 }
