@@ -19,7 +19,7 @@ import (
 
 // PodCache is how the manager caches Pods: only those carrying the managed-by label key
 // (every pod template our builders render, whatever value spec.labels gives it, and every
-// pre-flight pod), without their managedFields. The Kind controllers read pods for what
+// pre-flight pod), and of those only what is read (TrimPod). The Kind controllers read pods for what
 // they are stuck on and for the upgrade machine's crash-loop and pre-flight checks, and the
 // upgrade machine's watch is on this cache: no cache of every Pod of the cluster.
 func PodCache() cache.ByObject {
@@ -27,7 +27,7 @@ func PodCache() cache.ByObject {
 	if err != nil {
 		panic(err) // a constant key
 	}
-	return cache.ByObject{Label: labels.NewSelector().Add(*req), Transform: cache.TransformStripManagedFields()}
+	return cache.ByObject{Label: labels.NewSelector().Add(*req), Transform: TrimPod}
 }
 
 // upgradeOwner is the name of the CR whose upgrade a pod with these labels may decide: the

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,8 @@ func (s Shard) Validate() error {
 // CacheOptions restricts the manager's caches: every informer to the namespaces
 // (cache.Options.DefaultNamespaces), and the informers of the CRs of reg that mapper serves
 // to the label selector; the children are selected by namespace only, as they do not carry
-// the CR's labels; Pods to those our builders label, without managedFields (PodCache). (A
+// the CR's labels; Pods to those our builders label, trimmed to what is read (PodCache);
+// the children without the managedFields of their status (TrimChild). (A
 // Kind served later restarts the operator, see SetupKinds.)
 func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMapper) (cache.Options, error) {
 	var o cache.Options
@@ -58,7 +60,9 @@ func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMa
 			o.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	o.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()}
+	pod := &corev1.Pod{}
+	o.ByObject = map[client.Object]cache.ByObject{pod: PodCache()}
+	seen := map[schema.GroupVersionKind]client.Object{corev1.SchemeGroupVersion.WithKind("Pod"): pod}
 	if s.LabelSelector != "" {
 		sel, _ := labels.Parse(s.LabelSelector)
 		for _, e := range reg {
@@ -66,9 +70,12 @@ func (s Shard) CacheOptions(reg kinds.Registry, group string, mapper meta.RESTMa
 			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 				continue
 			}
-			o.ByObject[e.New()] = cache.ByObject{Label: sel}
+			cr := e.New()
+			o.ByObject[cr] = cache.ByObject{Label: sel}
+			seen[gvk] = cr
 		}
 	}
+	childCaches(o.ByObject, seen, reg, group, mapper)
 	return o, nil
 }
 
