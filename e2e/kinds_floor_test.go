@@ -122,11 +122,16 @@ func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorRes
 	return res
 }
 
-// renderFloor writes the N CRs to dir/crs.yaml, renders them with `operator render`, and
+// renderFloor writes the N CRs to dir/crs/ (500 a file), renders them with `operator render`, and
 // writes the children, without owner references, to procs JSON Lists of whole CRs (a CR's
 // Deployment and Service in the same shard); it returns their paths.
 func (kb *kindsBench) renderFloor(dir string, procs int) []string {
 	b := kb.b
+	// files of 500 CRs: render refuses a file of more than --gitops-max-documents (1 000)
+	in := filepath.Join(dir, "crs")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	var crs bytes.Buffer
 	for i := range kb.n {
 		y, err := yaml.Marshal(kb.cr(i).Object)
@@ -135,10 +140,12 @@ func (kb *kindsBench) renderFloor(dir string, procs int) []string {
 		}
 		crs.WriteString("---\n")
 		crs.Write(y)
-	}
-	in := filepath.Join(dir, "crs.yaml")
-	if err := os.WriteFile(in, crs.Bytes(), 0o644); err != nil {
-		b.Fatal(err)
+		if (i+1)%500 == 0 || i == kb.n-1 {
+			if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("crs-%03d.yaml", i/500)), crs.Bytes(), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			crs.Reset()
+		}
 	}
 	var out, stderr bytes.Buffer
 	cmd := exec.Command(kb.bin, "render", in)
