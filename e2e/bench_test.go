@@ -184,13 +184,15 @@ type benchRow struct {
 	corpus, tool, step string
 	wall               time.Duration
 	requests           map[string]int // apiserver_request_total delta by verb
+	byResource         map[string]int // the same by "VERB group/resource[/subresource]"
 	toolCPU            time.Duration
 	toolRSS            uint64 // peak, bytes
 	apiCPU             time.Duration
 	note               string
 }
 
-// sample is what measure reads before and after a step.
+// sample is what measure reads before and after a step: request counts by "VERB
+// group/resource[/subresource]" (see requests) and the apiserver's CPU.
 type sample struct {
 	requests map[string]int
 	apiCPU   time.Duration
@@ -208,26 +210,33 @@ func (bc *benchCluster) measure(b *testing.B, tool, step string, f func() (time.
 	wall, cpu, rss := f()
 	time.Sleep(300 * time.Millisecond) // let the apiserver record the last requests
 	after := bc.sample(b)
-	delta := map[string]int{}
+	byRes := map[string]int{}
 	for k, v := range after.requests {
 		if d := v - before.requests[k]; d > 0 {
-			delta[k] = d
+			byRes[k] = d
 		}
 	}
-	if delta["GET"]--; delta["GET"] <= 0 { // the scrape before this step
-		delete(delta, "GET")
+	// the scrape before this step is a GET of /metrics, a non-resource URL: not counted
+	delta := map[string]int{}
+	for k, v := range byRes {
+		verb, _, _ := strings.Cut(k, " ")
+		delta[verb] += v
 	}
-	r := benchRow{tool: tool, step: step, wall: wall, requests: delta, toolCPU: cpu, toolRSS: rss, apiCPU: after.apiCPU - before.apiCPU}
+	r := benchRow{tool: tool, step: step, wall: wall, requests: delta, byResource: byRes, toolCPU: cpu, toolRSS: rss, apiCPU: after.apiCPU - before.apiCPU}
 	fmt.Printf("bench %-10s %-16s %8.2fs %6d requests (%s) cpu %.2fs rss %d MiB apiserver cpu %.2fs\n",
 		tool, step, wall.Seconds(), total(r.requests), verbs(r.requests), cpu.Seconds(), rss>>20, r.apiCPU.Seconds())
+	fmt.Printf("bench %-10s %-16s by resource: %s\n", tool, step, verbs(byRes))
 	return r
 }
 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\d+)`)
 var labelRe = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// requests sums apiserver_request_total by verb (dry-run requests apart), leaving out the
-// control plane's own upkeep: leases, endpoints, nodes, flow control, API services.
+// requests sums apiserver_request_total by "VERB group/resource[/subresource]" (a dry run
+// as "VERB(dry-run) ..."; the core group as "core"), leaving out the control plane's own
+// upkeep: leases, endpoints, nodes, flow control, API services, and non-resource URLs (the
+// bench's own /metrics scrapes). The counts are the whole apiserver's: kcm, the scheduler
+// and kwok share them, which the breakdown by resource tells apart.
 func (bc *benchCluster) requests(b *testing.B) map[string]int {
 	resp, err := bc.hc.Get(strings.TrimSuffix(bc.cfg.Host, "/") + "/metrics")
 	if err != nil {
@@ -252,12 +261,23 @@ func (bc *benchCluster) requests(b *testing.B) map[string]int {
 			"flowcontrol.apiserver.k8s.io/prioritylevelconfigurations":
 			continue
 		}
+		if labels["resource"] == "" {
+			continue // /metrics, /version, discovery (/api, /apis) and the like
+		}
 		v, _ := strconv.Atoi(m[2])
 		verb := labels["verb"]
 		if labels["dry_run"] != "" {
 			verb += "(dry-run)"
 		}
-		out[verb] += v
+		res := labels["group"]
+		if res == "" {
+			res = "core"
+		}
+		res += "/" + labels["resource"]
+		if labels["subresource"] != "" {
+			res += "/" + labels["subresource"]
+		}
+		out[verb+" "+res] += v
 	}
 	return out
 }
@@ -671,6 +691,10 @@ func writeBenchTable(b *testing.B, rows []benchRow, path string) {
 		if r.note != "" {
 			fmt.Fprintf(&sb, "- %s, %s, %s: %s\n", r.corpus, r.tool, r.step, r.note)
 		}
+	}
+	fmt.Fprintf(&sb, "\nRequests by resource (the whole apiserver's: kcm, scheduler and kwok included):\n\n")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "- %s, %s, %s: %s\n", r.corpus, r.tool, r.step, verbs(r.byResource))
 	}
 	find := func(corpus, tool, step string) *benchRow {
 		for i := range rows {

@@ -75,6 +75,7 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 		return err
 	}
 	g.State = gitState(o.Namespace) // the inventory: a second up of the same manifests applies nothing
+	g.MetadataOnly = true           // one sweep: no status watches, health from the applies' responses
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, g)
 	if err != nil {
 		return err

@@ -312,6 +312,11 @@ type Options struct {
 	SOPSAgeSecret string
 	// RequireEncryptedSecrets refuses a Secret not encrypted with SOPS.
 	RequireEncryptedSecrets bool
+	// MetadataOnly watches every kind metadata-only, for a one-shot sweep (operator up):
+	// the idle check and the inventory need no more, and a status watch lists whole
+	// objects. An object's health is then the one its apply returned (Unknown when not
+	// applied), and no watch event fires a sweep for health.
+	MetadataOnly bool
 }
 
 // Resync bounds.

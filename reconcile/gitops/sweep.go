@@ -107,6 +107,8 @@ type Sweeper struct {
 
 	// syncStatus writes the GitSync status object (syncstatus.go); nil without State.Status.
 	syncStatus *syncStatus
+	// metadataOnly: Options.MetadataOnly, every watch metadata-only, health from the applies.
+	metadataOnly bool
 }
 
 // tracked is one planned object's watch and the health status last seen of it.
@@ -182,7 +184,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		interval: opts.Interval(), minGap: opts.MinInterval(), limits: opts.Limits, workers: workers, syncWait: 10 * time.Second, now: time.Now,
 		records: map[key]*apply.Record{}, inflight: map[key]bool{}, state: opts.State,
 		tracked: map[key]*tracked{}, applied: map[key]Health{}, gates: map[key]bool{}, log: logr.Discard(),
-		sopsSecret: opts.SOPSAgeSecret, keys: c,
+		sopsSecret: opts.SOPSAgeSecret, keys: c, metadataOnly: opts.MetadataOnly,
 	}
 	if opts.State.Namespace != "" {
 		cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
@@ -201,9 +203,15 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	}
 	s.tracker = newTracker(func(ns string) (watchClients, error) {
 		if s.as == nil || ns == "" {
+			if opts.MetadataOnly {
+				return watchClients{meta: mc}, nil
+			}
 			return watchClients{meta: mc, dyn: dyn}, nil
 		}
 		tc := s.as.get(ns)
+		if opts.MetadataOnly {
+			return watchClients{meta: tc.meta}, tc.err
+		}
 		return watchClients{meta: tc.meta, dyn: tc.dyn}, tc.err
 	}, s.observe)
 	return s, nil
@@ -559,6 +567,13 @@ func (s *Sweeper) track() {
 // s.mu is held.
 func (s *Sweeper) healthLocked(k key) *Health {
 	a, hasA := s.applied[k]
+	if s.metadataOnly && !Statusless(k.GroupKind) {
+		// a metadata-only watch knows nothing of the status: the apply's response does
+		if hasA {
+			return &a
+		}
+		return nil
+	}
 	if t := s.tracked[k]; t != nil && t.mapped {
 		if h, watched := s.tracker.health(t.wk, k.Namespace, k.Name); watched && (!hasA || !newerRV(a.rv, h.rv)) {
 			return &h
@@ -851,7 +866,7 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 func (s *Sweeper) observe(k key, m metav1.Object, h Health) {
 	fp := apply.Fingerprint(m, s.applier.Manager)
 	s.mu.Lock()
-	if a, ok := s.applied[k]; ok && (m == nil || !newerRV(a.rv, h.rv)) {
+	if a, ok := s.applied[k]; ok && (m == nil || !newerRV(a.rv, h.rv)) && (!s.metadataOnly || Statusless(k.GroupKind)) {
 		delete(s.applied, k) // the watch caught up with our apply
 	}
 	var changed, unblock bool
