@@ -184,10 +184,13 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		d := Declared{Ref: apply.RefOf(it.Object), File: it.File, Action: results[i].Action, Digest: it.digest}
 		if rec := s.records[it.key]; rec != nil && rec.OK {
 			d.Fingerprint = rec.After
+			d.UID = string(rec.UID) // the apply's response: no wait for the watch to deliver it
 		}
 		if it.mapping != nil {
 			if live, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && live != nil {
-				d.UID = string(live.GetUID())
+				if d.UID == "" {
+					d.UID = string(live.GetUID())
+				}
 				if d.Fingerprint == "" {
 					d.Fingerprint = apply.Fingerprint(live, s.applier.Manager)
 				}

@@ -156,15 +156,29 @@ func (w *syncStatus) kick() {
 
 func (w *syncStatus) close() { w.once.Do(func() { close(w.stop) }) }
 
-// run writes on each kick until close.
+// statusCoalesce is how long the status writer gathers kicks before it writes: while a
+// thousand objects become Current one watch event at a time, one write, not one per
+// change of the counts.
+const statusCoalesce = 500 * time.Millisecond
+
+// run writes on each kick, at most once per statusCoalesce, until close.
 func (w *syncStatus) run(write func()) {
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-w.kicks:
-			write()
 		}
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(statusCoalesce):
+		}
+		select { // the kicks of the wait are this write's
+		case <-w.kicks:
+		default:
+		}
+		write()
 	}
 }
 
