@@ -188,9 +188,7 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		}
 		if it.mapping != nil {
 			if live, ok := s.tracker.live(s.watchKey(it), it.key.Namespace, it.key.Name); ok && live != nil {
-				if d.UID == "" {
-					d.UID = string(live.GetUID())
-				}
+				d.UID = string(live.GetUID()) // else the apply's (above)
 				if d.Fingerprint == "" {
 					d.Fingerprint = apply.Fingerprint(live, s.applier.Manager)
 				}
