@@ -233,7 +233,8 @@ var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\d+)`)
 var labelRe = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // requests sums apiserver_request_total by "VERB group/resource[/subresource]" (a dry run
-// as "VERB(dry-run) ..."; the core group as "core"), leaving out the control plane's own
+// as "VERB(dry-run) ..."; the core group as "core"; a status code other than 2xx as
+// "...(409)"), leaving out the control plane's own
 // upkeep: leases, endpoints, nodes, flow control, API services, and non-resource URLs (the
 // bench's own /metrics scrapes). The counts are the whole apiserver's: kcm, the scheduler
 // and kwok share them, which the breakdown by resource tells apart.
@@ -276,6 +277,9 @@ func (bc *benchCluster) requests(b *testing.B) map[string]int {
 		res += "/" + labels["resource"]
 		if labels["subresource"] != "" {
 			res += "/" + labels["subresource"]
+		}
+		if c := labels["code"]; c != "" && c[0] != '2' {
+			res += "(" + c + ")" // a refused or failed request, by its status code
 		}
 		out[verb+" "+res] += v
 	}
@@ -411,6 +415,13 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 		b.Fatal(err)
 	}
 	repo.push(b, "empty", map[string][]byte{"README.md": []byte("bench\n")})
+	// The operator's namespace, as `operator install` leaves it (the cluster has the CRDs
+	// alone): without it the inventory and GitSync writes fail (404) and are retried on
+	// every sweep, idle ones included.
+	home := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "universe-system"}}}
+	if err := bc.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(home), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+		b.Fatal(err)
+	}
 	op := startOperator(b, bc.cluster, repo, "universe-system", "--controllers", "gitops", "--leader-elect=false",
 		"--gitops-namespaces", ns, "--log-level", "error", maxFiles(n))
 	pid := op.cmd.Process.Pid
