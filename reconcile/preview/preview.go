@@ -24,6 +24,7 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/commitstatus"
 )
 
 // MaxDiffBytes bounds the diff a preview carries (a GitHub check run's output text takes at
@@ -399,4 +400,12 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// Check is the one check the preview posts on the head commit, named context/preview
+// (commitstatus.PreviewContext): failure when anything would be refused. Its title is the
+// summary line, its summary the report, its text the diff.
+func (p Preview) Check(context string) commitstatus.Check {
+	return commitstatus.Check{SHA: p.Head, Name: commitstatus.PreviewContext(context), Failed: p.Refused(),
+		Title: p.Summary(), Summary: p.Report(), Text: p.Details()}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ import (
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
+	"github.com/openuniverse/operator/source/commitstatus"
+	"github.com/openuniverse/operator/source/commitstatus/statustest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbed.Run(m)) }
@@ -154,9 +157,9 @@ kind: Secret
 metadata: {name: db, namespace: ` + ns + `}
 stringData: {password: hunter2-preview}
 `
-	base := snapshot("b", map[string]string{"apps/web.yaml": serviceCR(ns, "v1"), "apps/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: " + ns + "}\n"})
+	base := snapshot(strings.Repeat("b", 40), map[string]string{"apps/web.yaml": serviceCR(ns, "v1"), "apps/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: " + ns + "}\n"})
 	applyBase(t, c, p.Differ.Renderer, base)
-	head := snapshot("h", map[string]string{"apps/web.yaml": serviceCR(ns, "v2"), "apps/db.yaml": secret,
+	head := snapshot(strings.Repeat("a", 40), map[string]string{"apps/web.yaml": serviceCR(ns, "v2"), "apps/db.yaml": secret,
 		"apps/other.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: " + ns + "}\n"})
 	_, h := ChangedFiles(base, head)
 	if len(h.Files) != 2 {
@@ -182,6 +185,11 @@ stringData: {password: hunter2-preview}
 	if strings.Contains(d, "ConfigMap/"+ns+"/other") {
 		t.Fatal("the unchanged file was built")
 	}
+	got := postCheck(t, pv, "github")
+	if !got.CheckRun || got.State != "success" || got.Context != "universe-operator/sync/preview" ||
+		!strings.Contains(got.Description, "rolls Deployment/"+ns+"/web") || !strings.Contains(got.Text, "ghcr.io/hanzoai/web:v2") {
+		t.Fatalf("check run %+v", got)
+	}
 }
 
 // TestPreviewScopeRefusal: a cluster-scoped object (the apiserver's RESTMapping, whatever the
@@ -191,8 +199,8 @@ func TestPreviewScopeRefusal(t *testing.T) {
 	const ns = "preview-scope"
 	c := setup(t, cfg, ns)
 	p := previewer(t, c, ns)
-	base := snapshot("b", map[string]string{"apps/web.yaml": serviceCR(ns, "v1")})
-	head := snapshot("h", map[string]string{"apps/web.yaml": serviceCR(ns, "v1"), "apps/crb.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+	base := snapshot(strings.Repeat("b", 40), map[string]string{"apps/web.yaml": serviceCR(ns, "v1")})
+	head := snapshot(strings.Repeat("a", 40), map[string]string{"apps/web.yaml": serviceCR(ns, "v1"), "apps/crb.yaml": `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: preview-admin, namespace: ` + ns + `}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
@@ -209,4 +217,38 @@ subjects: [{kind: ServiceAccount, name: default, namespace: ` + ns + `}]
 	if !strings.Contains(pv.Summary(), "(ClusterScoped)") || !strings.Contains(pv.Report(), "rule ClusterScoped") {
 		t.Fatalf("summary %q\n%s", pv.Summary(), pv.Report())
 	}
+	if got := postCheck(t, pv, "github"); got.State != "failure" || !strings.Contains(got.Summary, "rule ClusterScoped") {
+		t.Fatalf("check run %+v", got)
+	}
+	if got := postCheck(t, pv, "gitlab"); got.CheckRun || got.State != "failed" || !strings.Contains(got.Description, "ClusterScoped") {
+		t.Fatalf("gitlab status %+v", got)
+	}
+}
+
+// postCheck posts pv's check to a fake host of provider and returns the one post.
+func postCheck(t *testing.T, pv Preview, provider string) statustest.Post {
+	t.Helper()
+	srv := statustest.New(t, provider, "tok")
+	tf := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tf, []byte("tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := source.OpenTokenFile(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := commitstatus.DefaultOptions()
+	o.Provider, o.URL, o.Repository, o.TokenFile = provider, srv.URL, "acme/universe", tf
+	prov, err := commitstatus.NewProvider(o, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prov.(commitstatus.Checker).PostCheck(context.Background(), pv.Check(o.Context)); err != nil {
+		t.Fatal(err)
+	}
+	posts := srv.Posts()
+	if len(posts) != 1 || len(srv.Violations()) > 0 {
+		t.Fatalf("posts %+v, violations %v", posts, srv.Violations())
+	}
+	return posts[0]
 }

@@ -26,6 +26,11 @@ import (
 type Post struct {
 	// Repository is owner/name (GitLab: the project id or path, unescaped).
 	Repository, SHA, State, Context, Description, TargetURL string
+	// CheckRun is set on a GitHub check run (POST /repos/{owner}/{repo}/check-runs): State is
+	// its conclusion, Context its name, Description its output's title; Summary and Text its
+	// output's.
+	CheckRun      bool
+	Summary, Text string
 }
 
 // Server is one fake host.
@@ -123,9 +128,10 @@ func (s *Server) Echo() {
 }
 
 var (
-	githubPath = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
-	giteaPath  = regexp.MustCompile(`^/api/v1/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
-	gitlabPath = regexp.MustCompile(`^/api/v4/projects/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
+	githubChecks = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/check-runs$`)
+	githubPath   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
+	giteaPath    = regexp.MustCompile(`^/api/v1/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
+	gitlabPath   = regexp.MustCompile(`^/api/v4/projects/([^/]+)/statuses/([0-9a-f]{40}|[0-9a-f]{64})$`)
 )
 
 // States each API accepts.
@@ -141,6 +147,21 @@ type githubBody struct {
 	TargetURL   string `json:"target_url,omitempty"`
 	Description string `json:"description,omitempty"`
 	Context     string `json:"context,omitempty"`
+}
+
+// githubCheckBody is "Create a check run"'s body (docs.github.com/rest/checks/runs), the
+// fields a completed run without annotations sends.
+type githubCheckBody struct {
+	Name       string `json:"name"`
+	HeadSHA    string `json:"head_sha"`
+	DetailsURL string `json:"details_url,omitempty"`
+	Status     string `json:"status,omitempty"`
+	Conclusion string `json:"conclusion,omitempty"`
+	Output     *struct {
+		Title   string `json:"title"`
+		Summary string `json:"summary"`
+		Text    string `json:"text,omitempty"`
+	} `json:"output,omitempty"`
 }
 
 // giteaBody is Gitea's CreateStatusOption (swagger: repoCreateStatus).
@@ -237,6 +258,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	switch s.Provider {
 	case "github":
+		if c := githubChecks.FindStringSubmatch(r.URL.EscapedPath()); c != nil {
+			var b githubCheckBody
+			if err := dec.Decode(&b); err != nil {
+				s.violate(w, http.StatusUnprocessableEntity, "body: %v", err)
+				return
+			}
+			if b.Name == "" || !regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`).MatchString(b.HeadSHA) || b.Output == nil ||
+				(b.Status == "completed") != (b.Conclusion != "") {
+				s.violate(w, http.StatusUnprocessableEntity, "check run: want name, head_sha, output, and a conclusion exactly when completed")
+				return
+			}
+			p = Post{Repository: c[1] + "/" + c[2], SHA: b.HeadSHA, State: b.Conclusion, Context: b.Name, Description: b.Output.Title,
+				TargetURL: b.DetailsURL, CheckRun: true, Summary: b.Output.Summary, Text: b.Output.Text}
+			if !slices.Contains([]string{"success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"}, p.State) {
+				s.violate(w, http.StatusUnprocessableEntity, "conclusion %q", p.State)
+				return
+			}
+			s.record(p)
+			writeJSON(w, http.StatusCreated, map[string]any{"id": len(s.Posts()), "head_sha": p.SHA, "name": p.Context, "status": "completed", "conclusion": p.State})
+			return
+		}
 		m := githubPath.FindStringSubmatch(r.URL.EscapedPath())
 		if m == nil {
 			s.violate(w, http.StatusNotFound, "path %s: want /repos/{owner}/{repo}/statuses/{sha}", r.URL.EscapedPath())
@@ -341,5 +383,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"description": p.Description, "created_at": now, "started_at": nil, "finished_at": nil, "allow_failure": false,
 			"coverage": nil, "author": map[string]any{"id": 1, "username": "operator", "state": "active"},
 		})
+	}
+}
+
+// record keeps p and notifies Posted.
+func (s *Server) record(p Post) {
+	s.mu.Lock()
+	s.posts = append(s.posts, p)
+	s.mu.Unlock()
+	select {
+	case s.Posted <- p:
+	default:
 	}
 }
