@@ -167,6 +167,13 @@ func newBenchCluster(b *testing.B, cl *cluster) *benchCluster {
 		b.Fatal(err)
 	}
 	bc := &benchCluster{cluster: cl, hc: hc}
+	// The operator's namespace, as `operator install` leaves it (the cluster has the CRDs
+	// alone): without it the inventory and GitSync writes of up and run fail (404), run
+	// retries them on every sweep, idle ones included, and up has no inventory to skip by.
+	home := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "universe-system"}}}
+	if err := cl.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(home), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+		b.Fatal(err)
+	}
 	if data, err := os.ReadFile(filepath.Join(filepath.Dir(cl.kubeconfig), "pids", "kube-apiserver.pid")); err == nil {
 		bc.apiserverPID, _ = strconv.Atoi(strings.Fields(string(data))[0])
 	}
@@ -415,13 +422,6 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 		b.Fatal(err)
 	}
 	repo.push(b, "empty", map[string][]byte{"README.md": []byte("bench\n")})
-	// The operator's namespace, as `operator install` leaves it (the cluster has the CRDs
-	// alone): without it the inventory and GitSync writes fail (404) and are retried on
-	// every sweep, idle ones included.
-	home := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "universe-system"}}}
-	if err := bc.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(home), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
-		b.Fatal(err)
-	}
 	op := startOperator(b, bc.cluster, repo, "universe-system", "--controllers", "gitops", "--leader-elect=false",
 		"--gitops-namespaces", ns, "--log-level", "error", maxFiles(n))
 	pid := op.cmd.Process.Pid
