@@ -14,6 +14,7 @@ import (
 
 	ssautil "github.com/fluxcd/pkg/ssa/utils"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,7 +61,7 @@ spec:
 }
 
 // setup installs the universe's CRDs and a namespace, and returns a client.
-func setup(t *testing.T, cfg *rest.Config, ns string) client.Client {
+func setup(t testing.TB, cfg *rest.Config, ns string) client.Client {
 	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{})
@@ -90,7 +91,7 @@ func setup(t *testing.T, cfg *rest.Config, ns string) client.Client {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	return c
@@ -99,7 +100,7 @@ func setup(t *testing.T, cfg *rest.Config, ns string) client.Client {
 // applyBase applies snap as the sweep and the Kind controller would: the CRs and plain
 // objects under the gitops manager, the CRs' children (owned by the live CR) under the Kind
 // controllers'.
-func applyBase(t *testing.T, c client.Client, r render.Renderer, snap *source.Snapshot) {
+func applyBase(t testing.TB, c client.Client, r render.Renderer, snap *source.Snapshot) {
 	t.Helper()
 	ctx := context.Background()
 	objs, errs := source.Parse(snap)
@@ -132,7 +133,7 @@ func applyBase(t *testing.T, c client.Client, r render.Renderer, snap *source.Sn
 	}
 }
 
-func previewer(t *testing.T, c client.Client, ns string) *Previewer {
+func previewer(t testing.TB, c client.Client, ns string) *Previewer {
 	t.Helper()
 	sc, err := gitops.NewScope([]string{ns}, nil)
 	if err != nil {
