@@ -46,6 +46,14 @@ type Source interface {
 	Snapshot(ctx context.Context, rev string) (*Snapshot, error)
 }
 
+// A RefResolver reads revisions other than the configured branch's head, for previews.
+type RefResolver interface {
+	// Resolve returns the commit SHA ref names now and makes it readable: after it
+	// returns, Snapshot(ctx, sha) succeeds. ref is a 40-hex commit SHA, a branch name,
+	// or a full ref such as refs/pull/7/head (GitHub, Gitea) or refs/merge-requests/7/head (GitLab).
+	Resolve(ctx context.Context, ref string) (sha string, err error)
+}
+
 // IsManifest reports whether the file at p may hold manifests: its name ends
 // in .yaml or .yml. Sources include only such files in a Snapshot.
 func IsManifest(p string) bool {

@@ -21,7 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
@@ -81,7 +80,7 @@ type Source struct {
 	ref   plumbing.ReferenceName
 	path  string
 
-	// mu serialises Head and Snapshot and guards the fields below.
+	// mu serialises Head, Snapshot and Resolve and guards the fields below.
 	mu   sync.Mutex
 	last *source.Snapshot
 	seen map[string]bool // blob SHAs of the last snapshot
@@ -146,15 +145,9 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.o.URL}})
-	var refs []*plumbing.Reference
-	err := s.withAuth(ctx, func(auth transport.AuthMethod) error {
-		var err error
-		refs, err = rem.ListContext(ctx, &git.ListOptions{Auth: auth})
-		return err
-	})
+	refs, err := s.list(ctx)
 	if err != nil {
-		return "", fmt.Errorf("ls-remote %s: %w", s.display(), err)
+		return "", err
 	}
 	for _, r := range refs {
 		if r.Name() == s.ref {
@@ -236,7 +229,7 @@ func (s *Source) sync(ctx context.Context, hash plumbing.Hash) (*git.Repository,
 func (s *Source) holding(repo *git.Repository, hash plumbing.Hash) (*git.Repository, error) {
 	s.repo = repo
 	if _, err := repo.CommitObject(hash); err != nil {
-		return nil, fmt.Errorf("branch %s moved past the revision, the next sweep reads the new head", s.o.Branch)
+		return nil, fmt.Errorf("branch %s moved past the revision, the next sweep reads the new head (a revision of another branch or ref is read after Resolve)", s.o.Branch)
 	}
 	return repo, nil
 }

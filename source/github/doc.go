@@ -9,6 +9,10 @@
 // keyed by blob SHA. Requests go through go-retryablehttp, which retries
 // transient failures and waits as long as a Retry-After header asks.
 //
+// Resolve (source.RefResolver, for previews) reads another branch or tag (GET
+// commits/<name>, the bare SHA), a full ref such as refs/pull/7/head (GET git/ref/…,
+// tags peeled) or checks a commit SHA exists; Snapshot reads any commit.
+//
 // The token is read from a source.Credentials on every request and sent only
 // in the Authorization header; on a 401 it is re-read once, in case it was
 // rotated, and the request retried.

@@ -32,12 +32,16 @@ const token = "ghp_s3cr3tT0kenValue"
 type fakeGitHub struct {
 	t *testing.T
 
-	mu       sync.Mutex
-	branch   string
-	commits  map[string]map[string]string // commit sha → path → content
-	head     string
-	trees    map[string]treeRef // synthetic tree sha → where it is
-	token    string             // accepted bearer token; "" accepts anonymous
+	mu      sync.Mutex
+	branch  string
+	commits map[string]map[string]string // commit sha → path → content
+	head    string
+	trees   map[string]treeRef // synthetic tree sha → where it is
+	token   string             // accepted bearer token; "" accepts anonymous
+	// refs are the other refs ("heads/feature", "pull/7/head", "tags/v1") → object sha;
+	// tags the annotated tag objects → the commit they tag.
+	refs     map[string]string
+	tags     map[string]string
 	requests []recorded
 	// throttle answers the next n blob requests with 429 and Retry-After.
 	throttle   int
@@ -54,7 +58,8 @@ type recorded struct {
 }
 
 func newFake(t *testing.T) (*fakeGitHub, *httptest.Server) {
-	f := &fakeGitHub{t: t, branch: "main", commits: map[string]map[string]string{}, trees: map[string]treeRef{}, token: token}
+	f := &fakeGitHub{t: t, branch: "main", commits: map[string]map[string]string{}, trees: map[string]treeRef{}, token: token,
+		refs: map[string]string{}, tags: map[string]string{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -75,6 +80,18 @@ func (f *fakeGitHub) commit(files map[string]string) string {
 	sha := gitSHA("commit", append(b, f.head...))
 	f.commits[sha] = files
 	f.head = sha
+	return sha
+}
+
+// pushRef stores files as a commit that ref ("heads/feature", "pull/7/head") points at,
+// leaving the followed branch's head where it is.
+func (f *fakeGitHub) pushRef(ref string, files map[string]string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, _ := json.Marshal(files)
+	sha := gitSHA("commit", append(b, ref...))
+	f.commits[sha] = files
+	f.refs[ref] = sha
 	return sha
 }
 
@@ -135,6 +152,55 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) int {
 		}
 		w.Header().Set("ETag", etag)
 		_, _ = w.Write([]byte(f.head))
+		return http.StatusOK
+
+	case strings.HasPrefix(rest, "commits/"):
+		// GET commits/<sha, branch or tag name> as the bare SHA; GitHub answers 422 for
+		// what it cannot resolve.
+		if r.Header.Get("Accept") != "application/vnd.github.sha" {
+			return fail(http.StatusUnsupportedMediaType)
+		}
+		name := strings.TrimPrefix(rest, "commits/")
+		sha, ok := f.refs["heads/"+name]
+		if !ok {
+			sha, ok = f.refs["tags/"+name]
+			if c, tag := f.tags[sha]; tag {
+				sha = c
+			}
+		}
+		if _, isCommit := f.commits[name]; !ok && isCommit {
+			sha, ok = name, true
+		}
+		if !ok {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = fmt.Fprintf(w, `{"message":"No commit found for SHA: %s","documentation_url":"https://docs.github.com/rest/commits/commits#get-a-commit"}`, name)
+			return http.StatusUnprocessableEntity
+		}
+		_, _ = w.Write([]byte(sha))
+		return http.StatusOK
+
+	case strings.HasPrefix(rest, "git/ref/"):
+		name := strings.TrimPrefix(rest, "git/ref/")
+		sha, ok := f.refs[name]
+		if !ok {
+			return fail(http.StatusNotFound)
+		}
+		kind := "commit"
+		if _, tag := f.tags[sha]; tag {
+			kind = "tag"
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"ref": "refs/" + name, "node_id": "REF_x",
+			"url": "http://" + r.Host + r.URL.Path, "object": map[string]string{"type": kind, "sha": sha, "url": "http://" + r.Host + "/x"}})
+		return http.StatusOK
+
+	case strings.HasPrefix(rest, "git/tags/"):
+		sha := strings.TrimPrefix(rest, "git/tags/")
+		c, ok := f.tags[sha]
+		if !ok {
+			return fail(http.StatusNotFound)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"sha": sha, "tag": "v1", "message": "v1",
+			"object": map[string]string{"type": "commit", "sha": c}})
 		return http.StatusOK
 
 	case strings.HasPrefix(rest, "contents"):
