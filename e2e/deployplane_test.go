@@ -512,8 +512,13 @@ func planeRollback(t *testing.T, api planeAPI, cl *cluster, repo *gitRepo, admin
 	}
 	var app deploy.Application
 	waitFor(t, "direct's history", 30*time.Second, func() (bool, string) {
+		// the plane answers from its cache: until the watch delivers the new CR it is 404
+		code, b := api.do(t, http.MethodGet, "/api/v1/applications/direct"+q, admin, nil)
+		if code != http.StatusOK {
+			return false, fmt.Sprintf("%d %s", code, b)
+		}
 		app = deploy.Application{}
-		api.get(t, "/api/v1/applications/direct"+q, admin, &app)
+		strictDecode(t, "direct", b, &app)
 		return len(app.Status.History) == 2, fmt.Sprintf("%+v", app.Status.History)
 	})
 	if app.Status.History[0].Revision != "ghcr.io/example/direct:v1.0.0" || app.Status.History[1].Revision != "ghcr.io/example/direct:v1.1.0" {

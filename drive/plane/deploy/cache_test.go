@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -89,6 +90,21 @@ func installCRDs(t *testing.T, c client.Client) {
 	}
 }
 
+// trimPod keeps of a pod what operator run's pod cache keeps of it (reconcile.TrimPod):
+// identity, labels, owners, containers' names and images, the status.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+		ResourceVersion: p.ResourceVersion, Labels: p.Labels, OwnerReferences: p.OwnerReferences}, Status: p.Status}
+	for _, c := range p.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+	}
+	return out, nil
+}
+
 // planeOn starts a manager over cfg with the plane added, as operator run does, and returns
 // the plane, an httptest server for it and the manager's client.
 func planeOn(t *testing.T, cfg *rest.Config, auth *Authenticator, reg *prometheus.Registry, edit ...func(*Config)) (*Server, *httptest.Server) {
@@ -100,7 +116,10 @@ func planeOn(t *testing.T, cfg *rest.Config, auth *Authenticator, reg *prometheu
 	if err := kinds.AddToScheme(scheme, "hanzo.ai"); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	// Pods cached trimmed, as operator run caches them (reconcile.TrimPod, which drive may
+	// not import): the plane must read a pod whole from the apiserver when asked for one.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard(),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: trimPod}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

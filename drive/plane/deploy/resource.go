@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -78,9 +79,35 @@ func (s *Server) resource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, notInTree(q))
 		return
 	}
-	live := u.DeepCopy()
+	live, code, msg := s.whole(r, u)
+	if live == nil {
+		writeError(w, code, msg)
+		return
+	}
 	unstructured.RemoveNestedField(live.Object, "metadata", "managedFields")
 	writeJSON(w, r, ApplicationResourceResponse{Manifest: stateJSON(live)}, nil)
+}
+
+// whole returns the object of the tree u as a whole. The caches keep Pods trimmed to what
+// the controllers read (reconcile.TrimPod: no volumes, env, probes or annotations), so a
+// Pod is read from the apiserver, and answered only while it is still the same pod (its
+// uid); every other kind is cached whole (less its status managedFields, which the route
+// drops anyway). Without Live the cached pod is answered as it is.
+func (s *Server) whole(r *http.Request, u *unstructured.Unstructured) (*unstructured.Unstructured, int, string) {
+	gvk := u.GroupVersionKind()
+	if s.c.Live == nil || gvk.Group != "" || gvk.Kind != "Pod" {
+		return u.DeepCopy(), 0, ""
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	err := s.c.Live.Get(r.Context(), client.ObjectKeyFromObject(u), live)
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && live.GetUID() != u.GetUID():
+		return nil, codeNotFound, fmt.Sprintf("pod %s/%s is gone", u.GetNamespace(), u.GetName())
+	case err != nil:
+		return nil, codeUnavailable, fmt.Sprintf("get pod %s/%s: %s", u.GetNamespace(), u.GetName(), err.Error())
+	}
+	return live, 0, ""
 }
 
 // events answers GET applications/{name}/events: the Events of the application's CR, or,

@@ -1020,6 +1020,10 @@ func TestArgoWire(t *testing.T) {
 		if rr.Manifest == nil || json.Unmarshal([]byte(*rr.Manifest), &live) != nil || live["kind"] != "Pod" {
 			t.Fatalf("resource manifest %v", rr.Manifest)
 		}
+		// the whole pod, not the cache's trimmed copy (the apiserver defaults restartPolicy)
+		if spec, _ := live["spec"].(map[string]any); spec["restartPolicy"] != "Always" {
+			t.Errorf("resource answered a trimmed pod: spec %v", live["spec"])
+		}
 		// never a Secret, never an object outside the tree, never another org's
 		w.fails("GET", api+"/applications/web/resource"+q+"&namespace="+nsA+"&resourceName=web-env&version=v1&kind=Secret", admin, nil, 404)
 		w.fails("GET", api+"/applications/web/resource"+q+"&namespace="+nsB+"&resourceName=other-a&version=v1&kind=Pod", admin, nil, 404)
