@@ -85,14 +85,20 @@
 // bodies signed with HMAC-SHA256 under that secret, in one of these headers,
 // checked in this order:
 //
-//	X-Hub-Signature-256: sha256=<hex>   GitHub (checked by go-github's ValidatePayload)
+//	X-Hub-Signature-256: sha256=<hex>   GitHub
 //	X-Gitea-Signature: <hex>            Gitea
 //	X-Forgejo-Signature: <hex>          Forgejo
 //	X-Signature-256: sha256=<hex>       anything else (generic HMAC)
+//	X-Gitlab-Token: <secret>            GitLab (the secret itself, compared in constant time)
 //
 // Unsigned or badly signed requests get 401, bodies over the cap 413, and
 // accepted ones 202 at once: the sweep runs later, on the leader's loop. A
 // burst of hooks coalesces, through Trigger, into at most one extra sweep.
+//
+// A pull request event (GitHub's, Gitea's or Forgejo's pull_request, GitLab's
+// Merge Request Hook), verified the same way, never fires a sweep: it goes to
+// Webhook.PullRequests, the preview's queue (ParsePullRequest reads it), or is
+// acknowledged and ignored when there is none.
 //
 // # Cadence
 //

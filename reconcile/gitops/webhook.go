@@ -53,6 +53,16 @@ type Webhook struct {
 	// Deliveries, when set, drops a signed request whose delivery id it has
 	// seen recently (a host's redelivery, a replay): 200, no sweep.
 	Deliveries *Deliveries
+	// PullRequests, when set, takes the pull request events (ParsePullRequest) that open a
+	// pull request or move its head: the preview's queue, on every replica. Nil (no
+	// --preview): they are acknowledged and ignored. A pull request event never fires a sweep.
+	PullRequests PullRequestQueue
+}
+
+// PullRequestQueue takes the pull request events a preview answers. Enqueue never waits
+// for the preview; it returns why the event is not queued, or "".
+type PullRequestQueue interface {
+	Enqueue(pr PullRequest) (ignored string)
 }
 
 var (
@@ -99,6 +109,10 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "delivery already seen\n")
 		return
 	}
+	if IsPullRequestEvent(r.Header) {
+		h.pullRequest(w, r, body)
+		return
+	}
 	if h.Leader != nil && h.Relay != nil && !h.Leader() {
 		if err := h.Relay.Record(r.Context()); err != nil {
 			h.Log.Error(err, "Webhook accepted but not relayed to the leader; the resync will catch up")
@@ -114,6 +128,34 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Log.V(1).Info("Webhook accepted", "queued", queued, "event", event(r))
 	w.WriteHeader(http.StatusAccepted)
 	_, _ = io.WriteString(w, "reconcile queued\n")
+}
+
+// pullRequest answers a verified pull request event: 202 once queued for a preview, 200
+// when ignored (the preview is off, or the event is one it skips: the log says why), 400
+// when the body is not the host's documented shape. It never fires a sweep.
+func (h *Webhook) pullRequest(w http.ResponseWriter, r *http.Request, body []byte) {
+	if h.PullRequests == nil {
+		h.Log.Info("Pull request event ignored: the preview is off (operator run --preview); it never triggers a sweep", "event", event(r))
+		_, _ = io.WriteString(w, "pull request event ignored: the preview is off\n")
+		return
+	}
+	pr, ignored, err := ParsePullRequest(r.Header, body)
+	if err != nil {
+		h.Log.Info("Rejected pull request event", "reason", err.Error())
+		http.Error(w, "malformed pull request event", http.StatusBadRequest)
+		return
+	}
+	if ignored == "" {
+		ignored = h.PullRequests.Enqueue(pr)
+	}
+	if ignored != "" {
+		h.Log.Info("Pull request event ignored", "pullRequest", pr.String(), "reason", ignored)
+		_, _ = io.WriteString(w, "pull request event ignored (the operator's log says why)\n")
+		return
+	}
+	h.Log.Info("Pull request queued for a preview", "pullRequest", pr.String())
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = io.WriteString(w, "preview queued\n")
 }
 
 // verify checks the first signature header present against secret. Only
