@@ -11,6 +11,7 @@ import (
 	"github.com/openuniverse/operator/drive/plane/k8s"
 	"github.com/openuniverse/operator/reconcile"
 	"github.com/openuniverse/operator/reconcile/gitops"
+	"github.com/openuniverse/operator/reconcile/preview"
 	"github.com/openuniverse/operator/source/alert"
 	"github.com/openuniverse/operator/source/commitstatus"
 )
@@ -27,6 +28,7 @@ var registerMetrics = sync.OnceFunc(func() {
 		gitops.Metrics(),
 		k8s.Metrics(),
 		commitstatus.Metrics(),
+		preview.Metrics(),
 		alert.Metrics(),
 	)...)
 })
