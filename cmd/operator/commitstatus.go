@@ -42,18 +42,19 @@ func resolveCommitStatus(o *runOptions) (commitstatus.Options, error) {
 
 // setupCommitStatus gives the sweep a poster of its commits' statuses (leader only, as the
 // sweep), its token file watched, and the fleet's sweeps the same poster, each cluster
-// under its own context (commitstatus.ClusterContext); nothing without --commit-status.
-func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Sweeper, fl *fleetSweeps, log logr.Logger) error {
+// under its own context (commitstatus.ClusterContext); nothing without --commit-status. It
+// returns the provider (the preview posts its checks through it), nil without one.
+func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Sweeper, fl *fleetSweeps, log logr.Logger) (commitstatus.Provider, error) {
 	if !o.Enabled() {
-		return nil
+		return nil, nil
 	}
 	tf, err := source.OpenTokenFile(o.TokenFile)
 	if err != nil {
-		return fmt.Errorf("--commit-status-token-file: %w", err)
+		return nil, fmt.Errorf("--commit-status-token-file: %w", err)
 	}
 	prov, err := commitstatus.NewProvider(o, tf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := commitstatus.NewPoster(prov, o, time.Now)
 	sw.Statuses = p
@@ -61,11 +62,11 @@ func setupCommitStatus(mgr ctrl.Manager, o commitstatus.Options, sw *gitops.Swee
 		fl.statuses, fl.statusContext = p, o.Context
 	}
 	if err := mgr.Add(watchFile(tf, log.WithName("token"))); err != nil {
-		return err
+		return nil, err
 	}
 	log.Info("Posting commit statuses", "provider", o.Provider, "repository", o.Repository, "context", o.Context, "perMinute", o.PerMinute,
 		"fleetContexts", fl != nil)
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	return prov, mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		p.Run(ctx, log)
 		return nil
 	}))

@@ -361,9 +361,15 @@ func (f *installFlags) checkDriveAndAgents() error {
 }
 
 // checkCommitStatus refuses --commit-status without the Secret of its token, the Secret
-// without --commit-status, and what `operator run` would refuse at start.
+// without --commit-status, and what `operator run` would refuse at start (--preview
+// included).
 func (f *installFlags) checkCommitStatus() error {
 	cs, secret := f.run.CommitStatus, f.o.CommitStatusTokenSecret.Name
+	r := *f.run
+	r.Controllers = f.o.Controllers
+	if err := resolvePreview(&r); err != nil {
+		return err
+	}
 	switch {
 	case cs.Enabled() && secret == "":
 		return errors.New("--commit-status needs --commit-status-token-secret: the git host's token comes from a Secret")
@@ -372,8 +378,7 @@ func (f *installFlags) checkCommitStatus() error {
 	case !cs.Enabled():
 		return cs.Validate()
 	}
-	r := *f.run
-	r.Controllers, r.CommitStatus.TokenFile = f.o.Controllers, install.CommitStatusTokenFile
+	r.CommitStatus.TokenFile = install.CommitStatusTokenFile
 	_, err := resolveCommitStatus(&r)
 	return err
 }

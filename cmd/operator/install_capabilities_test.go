@@ -19,7 +19,8 @@ import (
 // capabilityInstall switches on every capability from one install command: an ssh git
 // source, the upgrade machine, the deploy plane in the main Deployment with its OIDC
 // settings, watch namespaces and a label selector, Kind concurrency, CRDs from git, the
-// drive loop, the fleet, the /v1/k8s cluster plane with its OIDC settings, SOPS keys.
+// drive loop, the fleet, the /v1/k8s cluster plane with its OIDC settings, SOPS keys, commit
+// statuses and the pull request preview.
 var capabilityInstall = []string{"install", "--print", "--image", "registry.example/operator:v1.2.3", "--replicas", "2",
 	"--git-url", "ssh://git@git.example/universe.git", "--git-ssh-secret", "git-ssh", "--gitops-webhook-secret", "hook",
 	"--gitops-namespaces", "apps", "--gitops-allow-crds",
@@ -32,6 +33,7 @@ var capabilityInstall = []string{"install", "--print", "--image", "registry.exam
 	"--fleet", "--gitops-sops-age-secret", "universe-system/age-keys",
 	"--k8s-plane-bind-address", ":8091", "--k8s-plane-oidc-issuer", "https://id.example", "--k8s-plane-oidc-audience", "k8s-plane",
 	"--alerts-secret", "alerts",
+	"--commit-status", "github", "--commit-status-token-secret", "status-token", "--commit-status-repository", "acme/universe", "--preview",
 }
 
 // runOf parses a container's arguments with operator run's flags.
@@ -71,6 +73,7 @@ func TestInstallEveryCapability(t *testing.T) {
 		"leader-elect": o.LeaderElect, "alerts-secret": o.AlertsSecret,
 		"fleet": o.Fleet.On, "gitops-sops-age-secret": o.GitOps.SOPSAgeSecret,
 		"k8s-plane-bind-address": o.K8sPlane.BindAddress, "k8s-plane-oidc-issuer": o.K8sPlane.Issuer, "k8s-plane-oidc-audience": o.K8sPlane.Audience,
+		"commit-status": o.CommitStatus.Provider, "commit-status-token-file": o.CommitStatus.TokenFile, "preview": o.Preview,
 	}
 	want := map[string]any{
 		"upgrade-fsm": true, "preflight-gc-interval": "5m0s", "metrics-secure": true, "gitops-report-authz": true, "log-format": "json",
@@ -84,6 +87,7 @@ func TestInstallEveryCapability(t *testing.T) {
 		"leader-elect": true, "alerts-secret": "alerts",
 		"fleet": true, "gitops-sops-age-secret": "universe-system/age-keys",
 		"k8s-plane-bind-address": ":8091", "k8s-plane-oidc-issuer": "https://id.example", "k8s-plane-oidc-audience": "k8s-plane",
+		"commit-status": "github", "commit-status-token-file": install.CommitStatusTokenFile, "preview": true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operator run options from the installed args (-want +got):\n%s", diff)

@@ -131,11 +131,13 @@ func TestInstallRefuses(t *testing.T) {
 		"sops without source":                   {[]string{"--gitops-sops-age-secret", "age"}, "needs --git-url or --github-repository"},
 		"sops key elsewhere": {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--gitops-sops-age-secret", "apps/age"},
 			"a Secret of --namespace universe-system only"},
-		"commit status, no token":  {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--commit-status", "github"}, "needs --commit-status-token-secret"},
-		"commit status token only": {[]string{"--commit-status-token-secret", "s"}, "is set but --commit-status is not"},
-		"commit status, no source": {[]string{"--commit-status", "github", "--commit-status-token-secret", "s"}, "needs the gitops loop"},
-		"commit status url only":   {[]string{"--commit-status-url", "https://gl.example/api/v4"}, "--commit-status-url is set but --commit-status is not"},
-		"token secret without key": {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--gitops-token-secret", "t", "--gitops-token-secret-key", ""}, "needs a key"},
+		"commit status, no token":       {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--commit-status", "github"}, "needs --commit-status-token-secret"},
+		"commit status token only":      {[]string{"--commit-status-token-secret", "s"}, "is set but --commit-status is not"},
+		"commit status, no source":      {[]string{"--commit-status", "github", "--commit-status-token-secret", "s"}, "needs the gitops loop"},
+		"commit status url only":        {[]string{"--commit-status-url", "https://gl.example/api/v4"}, "--commit-status-url is set but --commit-status is not"},
+		"preview without commit status": {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--preview"}, "--preview posts its check through the commit status API: it needs --commit-status"},
+		"preview without a source":      {[]string{"--preview", "--commit-status", "github", "--commit-status-token-secret", "s"}, "--preview previews the pull requests of the swept repository"},
+		"token secret without key":      {[]string{"--github-repository", "o/u", "--gitops-webhook-secret", "w", "--gitops-token-secret", "t", "--gitops-token-secret-key", ""}, "needs a key"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

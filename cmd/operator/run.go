@@ -95,6 +95,8 @@ type runOptions struct {
 	K8sPlane k8sPlaneOptions
 	// CommitStatus posts each sweep's outcome on its commit (commitstatus.go).
 	CommitStatus commitstatus.Options
+	// Preview answers pull request events with a preview check (previewhook.go).
+	Preview bool
 
 	sweeper *gitops.Sweeper // set by setupGitOps, for the deploy plane
 	fleet   *fleetSweeps    // set by setupGitOps with --fleet, for the deploy plane
@@ -156,6 +158,9 @@ func (o *runOptions) BindFlags(fs *pflag.FlagSet) {
 	o.K8sPlane.BindFlags(fs) // off by default
 	o.CommitStatus = commitstatus.DefaultOptions()
 	o.CommitStatus.BindFlags(fs) // off by default
+	fs.BoolVar(&o.Preview, "preview", false, "Preview pull requests: a pull_request event (GitHub, Gitea, Forgejo) or Merge Request Hook (GitLab) at POST /reconcile, verified as the push event is, "+
+		"gets one check "+commitstatus.PreviewContext("<commit-status-context>")+" on its head: what merging it would change in the cluster (server-side dry-runs, nothing applied). "+
+		"Needs --commit-status, the gitops loop and a git source; without it pull request events are acknowledged and ignored.")
 }
 
 func newRunCommand() *cobra.Command {
@@ -207,6 +212,9 @@ func run(o *runOptions) error {
 	// a loop-driven Kind (Entry.Loop) says whether its loop runs in this process
 	o.Build.Loops = slices.Clone(o.Controllers)
 	if o.CommitStatus, err = resolveCommitStatus(o); err != nil {
+		return err
+	}
+	if err := resolvePreview(o); err != nil {
 		return err
 	}
 	registerMetrics()
@@ -425,7 +433,8 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 		return nil, err
 	}
 	sweeper.Recorder = mgr.GetEventRecorder(apply.RecorderGitOps)
-	if err := setupCommitStatus(mgr, o.CommitStatus, sweeper, fl, ctrl.Log.WithName("commit-status")); err != nil {
+	statuses, err := setupCommitStatus(mgr, o.CommitStatus, sweeper, fl, ctrl.Log.WithName("commit-status"))
+	if err != nil {
 		return nil, err
 	}
 	sweeper.Alerts = o.alertHook()
@@ -447,6 +456,9 @@ func setupGitOps(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, clusters *fl
 		}
 	}
 	wh := sweeper.Webhook(secret, o.GitOps, ctrl.Log.WithName("webhook"))
+	if err := setupPreview(mgr, cfg, o, o.commits, statuses, scope, wh, ctrl.Log.WithName("preview")); err != nil {
+		return nil, err
+	}
 	ask := &sweepAsk{sweeper: sweeper, elected: mgr.Elected()}
 	if o.LeaderElect {
 		// a standby accepts webhooks too and relays them to the leader
