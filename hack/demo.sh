@@ -38,7 +38,7 @@ trap cleanup EXIT INT TERM
 rm -rf "$STATE"
 mkdir -p "$STATE/bin"
 say "building operator, control-plane launcher and git server"
-go build -o "$STATE/bin/operator" ./cmd/operator
+go build -tags kustomize_disable_go_plugin_support -o "$STATE/bin/operator" ./cmd/operator
 go build -o "$STATE/bin/controlplane" ./hack/controlplane
 go build -o "$STATE/bin/gitserver" ./hack/gitserver
 go build -o "$STATE/bin/devissuer" ./hack/devissuer
