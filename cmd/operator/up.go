@@ -60,22 +60,34 @@ func up(ctx context.Context, out io.Writer, kubeconfig, manifests string, o inst
 	if err != nil {
 		return err
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{})
+	// One discovery for install and the sweep: install's client maps the CRD list and tells
+	// an unchanged CRD is served from it, and the sweep resolves its kinds from the same.
+	mapper, err := gitops.NewMapper(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Mapper: mapper})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
 	rs, err := install.Installer{Client: c, Registry: kinds.Builtin()}.Install(ctx, o)
+	changed := false
 	for _, r := range rs {
 		fmt.Fprintf(out, "install %s %s%s\n", r.Object, r.Action, failureMessage(r))
 		if r.Action == apply.Failed || r.Action == apply.Denied {
 			err = fmt.Errorf("install: %s %s", r.Object, r.Action)
 		}
+		changed = changed || r.Action == apply.Created || r.Action == apply.Updated
 	}
 	if err != nil {
 		return err
 	}
+	if changed {
+		mapper.Reset() // install created or changed kinds: read discovery again
+	}
 	g.State = gitState(o.Namespace) // the inventory: a second up of the same manifests applies nothing
 	g.MetadataOnly = true           // one sweep: no status watches, health from the applies' responses
+	g.Mapper = mapper
 	sweeper, err := gitops.NewSweeper(cfg, src, scope, g)
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ var notSettings = map[string]string{
 	"GitOps.State.Status":    "fixed: install.GitOpsStatus (the GitSync object), granted by name in the generated RBAC",
 	"GitOps.State.APIGroup":  "set by setupGitOps from --api-group (the GitSync is served there)",
 	"GitOps.MetadataOnly":    "set by operator up alone (one sweep, no status watches); run's sweep keeps the health watches",
+	"GitOps.Mapper":          "set by operator up alone (install and the sweep share one discovery); run's sweep builds its own",
 	"Plane.StreamBuffer":     "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
 }
 

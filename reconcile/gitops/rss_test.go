@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -26,11 +27,17 @@ import (
 // directory it names against the kubeconfig after the comma.
 const envSweepProcess = "GITOPS_TEST_SWEEP_PROCESS"
 
+// envSweepHeapProfile, when set, names the file the sweep process writes its heap profile
+// to after the idle sweep (go tool pprof -sample_index=inuse_space or alloc_space).
+const envSweepHeapProfile = "GITOPS_TEST_SWEEP_HEAP_PROFILE"
+
 // BenchmarkSweepRSS measures the memory of a process that only sweeps: a
 // child process (this test binary) cold-syncs 1000 Service CRs, sweeps
 // again idle, and reports its resident set.
 //
 //	go test -run '^$' -bench SweepRSS -benchtime 1x ./reconcile/gitops/
+//
+// GITOPS_TEST_SWEEP_HEAP_PROFILE=FILE keeps the child's heap profile (see envSweepHeapProfile).
 func BenchmarkSweepRSS(b *testing.B) {
 	cfg := testbed.APIServer(b)
 	kubeconfig := writeKubeconfig(b, cfg)
@@ -77,6 +84,16 @@ func TestSweepProcess(t *testing.T) {
 		t.Fatalf("cold %+v %s, idle %+v", cold.Summary, cold.Error, idle.Summary)
 	}
 	runtime.GC()
+	if p := os.Getenv(envSweepHeapProfile); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("SWEEP-PROCESS objects=%d cold=%.2fs rss=%dMiB peak_rss=%dMiB heap_inuse=%dMiB\n",

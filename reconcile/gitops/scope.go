@@ -317,6 +317,11 @@ type Options struct {
 	// objects. An object's health is then the one its apply returned (Unknown when not
 	// applied), and no watch event fires a sweep for health.
 	MetadataOnly bool
+	// Mapper, when set, is the discovery-backed RESTMapper the sweep resolves kinds with
+	// (and resets after applying CRDs) instead of building its own: a process that reads
+	// discovery for something else first (operator up's install) shares it, one discovery
+	// per process.
+	Mapper meta.ResettableRESTMapper
 }
 
 // Resync bounds.

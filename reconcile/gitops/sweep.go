@@ -120,10 +120,7 @@ type tracked struct {
 
 var _ manager.LeaderElectionRunnable = (*Sweeper)(nil)
 
-type resettableMapper interface {
-	meta.RESTMapper
-	Reset()
-}
+type resettableMapper = meta.ResettableRESTMapper
 
 // item is one object of the plan with what the sweep resolved for it.
 type item struct {
@@ -156,11 +153,12 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("gitops http client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("gitops discovery client: %w", err)
+	mapper := opts.Mapper
+	if mapper == nil {
+		if mapper, err = newMapper(cfg, hc); err != nil {
+			return nil, err
+		}
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("gitops client: %w", err)
@@ -215,6 +213,25 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		return watchClients{meta: tc.meta, dyn: tc.dyn}, tc.err
 	}, s.observe)
 	return s, nil
+}
+
+// NewMapper is the RESTMapper a sweep builds for itself (see NewSweeper), for a process
+// that shares it (Options.Mapper): discovery read once, cached in memory, read again
+// after a Reset.
+func NewMapper(cfg *rest.Config) (meta.ResettableRESTMapper, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery http client: %w", err)
+	}
+	return newMapper(cfg, hc)
+}
+
+func newMapper(cfg *rest.Config, hc *http.Client) (meta.ResettableRESTMapper, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("gitops discovery client: %w", err)
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), nil
 }
 
 // sweepConfig is a copy of cfg with the sweep's own client-side rate limit (see NewSweeper).

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,12 +188,15 @@ type Installer struct {
 // object; an error means the objects could not be generated, and nothing was applied
 // after it.
 func (i Installer) Install(ctx context.Context, o InstallOptions) ([]apply.Result, error) {
-	crds, err := installCRDs(o)
+	crds, err := bundleCRDs(o)
 	if err != nil {
 		return nil, err
 	}
 	a := &apply.Applier{Client: i.Client, Manager: kinds.ManagerInstall}
-	results, pending := i.applyCRDs(ctx, a, crds)
+	results, pending, err := i.applyCRDs(ctx, a, crds)
+	if err != nil {
+		return nil, err
+	}
 	if err := i.waitEstablished(ctx, pending); err != nil {
 		return results, err
 	}
@@ -217,57 +221,83 @@ const BundleDigestAnnotation = "openuniverse.dev/bundle-digest"
 // crdConcurrency is how many CRDs install applies at once.
 const crdConcurrency = 8
 
-// applyCRDs applies the bundle at most one request per CRD, after one list of the CRDs:
-// a CRD already at the bundle's digest, written by install alone and Established costs
-// nothing; any other is applied with one request (the list gave its resourceVersion, which
-// an apply that changes nothing leaves as it is), and the apply returns it with its status,
-// so only CRDs not yet Established are named for the wait. Without the list (RBAC), it
-// falls back to the get-and-dry-run path.
-func (i Installer) applyCRDs(ctx context.Context, a *apply.Applier, crds []*unstructured.Unstructured) ([]apply.Result, []string) {
-	list := &unstructured.UnstructuredList{}
+// applyCRDs applies the bundle at most one request per CRD, after one list of the CRDs'
+// metadata: a CRD already at the bundle's digest, written by install alone and served (see
+// served) costs nothing; any other is applied with one request (the list gave its
+// resourceVersion, which an apply that changes nothing leaves as it is), and the apply
+// returns it with its status, so only CRDs not yet Established are named for the wait.
+// Without the list (RBAC), it falls back to the get-and-dry-run path.
+//
+// The list is metadata-only and the bundle is converted for applying one CRD at a time,
+// the converted copy kept only when it is applied: a CRD decoded whole into unstructured
+// weighs some 20 times its JSON, and the bundle's 48 CRDs held that way (generated and
+// listed) were most of `operator up`'s peak memory. It consumes crds (each entry is
+// cleared once converted). An error means a CRD could not be converted, and nothing was
+// applied.
+func (i Installer) applyCRDs(ctx context.Context, a *apply.Applier, crds []apiextensionsv1.CustomResourceDefinition) ([]apply.Result, []string, error) {
+	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(apiextensionsGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
 	if err := i.Client.List(ctx, list); err != nil {
-		results := a.Apply(ctx, crds)
+		objs, err := crdObjects(crds)
+		if err != nil {
+			return nil, nil, err
+		}
+		results := a.Apply(ctx, objs)
 		var pending []string
 		for n, r := range results {
 			if r.Action != apply.Failed && r.Action != apply.Denied {
-				pending = append(pending, crds[n].GetName())
+				pending = append(pending, objs[n].GetName())
 			}
 		}
-		return results, pending
+		return results, pending, nil
 	}
-	live := make(map[string]*unstructured.Unstructured, len(list.Items))
+	live := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
 	for n := range list.Items {
 		live[list.Items[n].GetName()] = &list.Items[n]
 	}
 	results := make([]apply.Result, len(crds))
 	served := make([]bool, len(crds))
-	apply.FanOut(len(crds), crdConcurrency, func(n int) {
-		crd := crds[n]
-		var before metav1.Object // an untyped nil when the CRD is new
-		if m := live[crd.GetName()]; m != nil {
-			if inBundle(m, crd) {
-				results[n], served[n] = apply.Result{Object: apply.RefOf(crd), Action: apply.InSync}, true
-				return
-			}
-			before = m
+	type change struct {
+		n      int
+		crd    *unstructured.Unstructured
+		before metav1.Object // an untyped nil when the CRD is new
+	}
+	var changes []change
+	for n := range crds {
+		crd, err := crdObject(&crds[n])
+		crds[n] = apiextensionsv1.CustomResourceDefinition{} // converted: the typed copy is not needed again
+		if err != nil {
+			return nil, nil, err
 		}
+		m := live[crd.GetName()]
+		if m != nil && inBundle(m, crd) && i.served(crd) {
+			results[n], served[n] = apply.Result{Object: apply.RefOf(crd), Action: apply.InSync}, true
+			continue
+		}
+		ch := change{n: n, crd: crd}
+		if m != nil {
+			ch.before = m
+		}
+		changes = append(changes, ch)
+	}
+	apply.FanOut(len(changes), crdConcurrency, func(k int) {
+		ch := changes[k]
 		var after *unstructured.Unstructured
-		results[n], after = a.ApplyKnown(ctx, crd, before)
-		served[n] = after != nil && apply.Established(after)
+		results[ch.n], after = a.ApplyKnown(ctx, ch.crd, ch.before)
+		served[ch.n] = after != nil && apply.Established(after)
 	})
 	var pending []string
-	for n, r := range results {
-		if r.Action != apply.Failed && r.Action != apply.Denied && !served[n] {
-			pending = append(pending, crds[n].GetName())
+	for _, ch := range changes {
+		if r := results[ch.n]; r.Action != apply.Failed && r.Action != apply.Denied && !served[ch.n] {
+			pending = append(pending, ch.crd.GetName())
 		}
 	}
-	return results, pending
+	return results, pending, nil
 }
 
-// inBundle reports whether the live CRD is the bundle's want as install left it: the same
-// digest, no other manager of its spec or metadata, and served.
-func inBundle(live, want *unstructured.Unstructured) bool {
+// inBundle reports whether the live CRD's metadata is the bundle's want as install left
+// it: the same digest, not being deleted, and no other manager of its spec or metadata.
+func inBundle(live metav1.Object, want *unstructured.Unstructured) bool {
 	if live.GetAnnotations()[BundleDigestAnnotation] != want.GetAnnotations()[BundleDigestAnnotation] || live.GetDeletionTimestamp() != nil {
 		return false
 	}
@@ -276,7 +306,18 @@ func inBundle(live, want *unstructured.Unstructured) bool {
 			return false
 		}
 	}
-	return apply.Established(live)
+	return true
+}
+
+// served reports whether the apiserver serves want's Kind, by the client's RESTMapper
+// (discovery): the apiserver lists a CRD's Kind in discovery only once the CRD is
+// Established, which the metadata-only list cannot show. A CRD Established a moment ago
+// that discovery does not list yet is applied once more, which changes nothing.
+func (i Installer) served(want *unstructured.Unstructured) bool {
+	group, _, _ := unstructured.NestedString(want.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(want.Object, "spec", "names", "kind")
+	_, err := i.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+	return err == nil
 }
 
 // waitEstablished polls the named CRDs until each is Established.

@@ -24,16 +24,19 @@ func LuxNetworkCRDObjects() ([]*unstructured.Unstructured, error) {
 	return crdObjects(crds)
 }
 
-// installCRDs are the CRDs Install applies for o: the bundle of o.APIGroup, and the
-// lux.network CRDs with o.LuxNetworkKinds.
-func installCRDs(o InstallOptions) ([]*unstructured.Unstructured, error) {
-	crds, err := CRDObjects(o.APIGroup)
-	if err != nil || !o.LuxNetworkKinds {
-		return crds, err
-	}
-	lux, err := LuxNetworkCRDObjects()
+// bundleCRDs are the CRDs Install applies for o, typed: the bundle of o.APIGroup, and the
+// lux.network CRDs with o.LuxNetworkKinds. crdObject converts one for applying.
+func bundleCRDs(o InstallOptions) ([]apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := kinds.CRDs(o.APIGroup)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("crd bundle of %s: %w", o.APIGroup, err)
+	}
+	if !o.LuxNetworkKinds {
+		return crds, nil
+	}
+	lux, err := kinds.LuxNetworkCRDs()
+	if err != nil {
+		return nil, fmt.Errorf("lux.network CRDs: %w", err)
 	}
 	return append(crds, lux...), nil
 }
@@ -42,23 +45,33 @@ func installCRDs(o InstallOptions) ([]*unstructured.Unstructured, error) {
 func crdObjects(crds []apiextensionsv1.CustomResourceDefinition) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(crds))
 	for i := range crds {
-		crds[i].SetGroupVersionKind(apiextensionsGVK)
-		u, err := toUnstructured(&crds[i])
+		u, err := crdObject(&crds[i])
 		if err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(u.Object) // map keys sorted: stable
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
-		u.SetAnnotations(ann)
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// crdObject converts one CRD for applying, annotated with its BundleDigestAnnotation: the
+// digest of the converted object's JSON.
+func crdObject(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	crd.SetGroupVersionKind(apiextensionsGVK)
+	u, err := toUnstructured(crd)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(u.Object) // map keys sorted: stable
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[BundleDigestAnnotation] = hex.EncodeToString(sum[:16])
+	u.SetAnnotations(ann)
+	return u, nil
 }
