@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.AddCommand(newRunCommand(), newVersionCommand(), newCRDsCommand(), newRenderCommand(), newDiffCommand(), newInstallCommand(), newUpCommand(), newDeployPlaneCommand(), newConfigCommand(), newUninstallCommand(), newK8sCommand(),
-		newOrphansCommand(), newSuspendCommand(false), newSuspendCommand(true))
+		newOrphansCommand(), newSuspendCommand(false), newSuspendCommand(true), newPreviewCommand())
 	return root
 }
 
