@@ -95,7 +95,7 @@ func setupPlane(ctx context.Context, mgr ctrl.Manager, o deploy.Options, d plane
 		Options: o, Auth: auth, Reader: mgr.GetCache(), Informers: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Registry: kinds.Builtin(), APIGroup: d.APIGroup, Served: served, Namespace: d.Namespace, Tenancy: d.Tenancy,
 		Git: gitState, GitManager: kinds.ManagerGitOps, RepoURL: d.RepoURL, Branch: d.Branch,
-		Differ:        crDiffer{d: &render.Differ{Client: direct, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: d.APIGroup, Build: d.Build}}},
+		Differ:        crDiffer{d: builtinDiffer(direct, d.APIGroup, d.Build)},
 		Actions:       &deploy.Requester{Client: direct, Now: time.Now, SweepFunc: ask.ask},
 		Committer:     d.Committer,
 		Live:          direct,

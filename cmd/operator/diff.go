@@ -58,7 +58,7 @@ func newDiffCommand() *cobra.Command {
 				return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 			}
 			objs, fileErrs := source.ParseLimited(snap, limits)
-			d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}}
+			d := builtinDiffer(c, group, build)
 			rs := d.Diff(cmd.Context(), objs)
 			if err := render.WriteDiff(cmd.OutOrStdout(), rs); err != nil {
 				return codedError{code: 2, msg: fmt.Sprintf("write: %v", err)}
@@ -108,7 +108,7 @@ func diffTakeover(cmd *cobra.Command, build kinds.Context, group, kubeconfig, na
 	if err != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("create client: %v", err)}
 	}
-	d := &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}}
+	d := builtinDiffer(c, group, build)
 	rs, err := d.Takeover(cmd.Context(), namespace)
 	if werr := render.WriteTakeover(cmd.OutOrStdout(), rs); werr != nil {
 		return codedError{code: 2, msg: fmt.Sprintf("write: %v", werr)}
@@ -125,4 +125,10 @@ func diffTakeover(cmd *cobra.Command, build kinds.Context, group, kubeconfig, na
 	default:
 		return codedError{code: 2, msg: fmt.Sprintf("diff --takeover: %d children failed", s[render.ChangeFailed])}
 	}
+}
+
+// builtinDiffer is the one Differ of the commands and the planes: the builtin Kinds'
+// builders for group with build, dry-running through c.
+func builtinDiffer(c client.Client, group string, build kinds.Context) *render.Differ {
+	return &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: group, Build: build}}
 }

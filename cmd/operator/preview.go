@@ -16,7 +16,6 @@ import (
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/preview"
-	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/commitstatus"
 	"github.com/openuniverse/operator/source/gitclone"
@@ -146,11 +145,7 @@ func runPreview(ctx context.Context, o *previewOptions, out io.Writer) error {
 		return err
 	}
 
-	p := &preview.Previewer{
-		Differ: &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: r.APIGroup, Build: r.Build}},
-		Scope:  scope, Mapper: c.RESTMapper(), Limits: r.GitOps.Limits,
-	}
-	pv := p.Preview(ctx, base, head)
+	pv := newPreviewer(c, r, scope).Preview(ctx, base, head)
 	if err := writePreview(out, pv); err != nil {
 		return fail("preview: write: %v", err)
 	}

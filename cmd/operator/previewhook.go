@@ -10,10 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/gitops"
 	"github.com/openuniverse/operator/reconcile/preview"
-	"github.com/openuniverse/operator/reconcile/render"
 	"github.com/openuniverse/operator/source"
 	"github.com/openuniverse/operator/source/commitstatus"
 )
@@ -43,6 +41,12 @@ func previewRevisions(src source.Source) (preview.Revisions, error) {
 	return revs, nil
 }
 
+// newPreviewer is the preview of operator run --preview and operator preview: the builtin
+// builders dry-running through c, the sweep's scope and parse limits.
+func newPreviewer(c client.Client, o *runOptions, scope gitops.Scope) *preview.Previewer {
+	return &preview.Previewer{Differ: builtinDiffer(c, o.APIGroup, o.Build), Scope: scope, Mapper: c.RESTMapper(), Limits: o.GitOps.Limits}
+}
+
 // setupPreview gives the webhook the preview's queue (wh.PullRequests) and adds its worker,
 // on every replica: a replica previews the pull request events it receives, writing
 // nothing to the cluster (server-side dry-runs only). Nothing without --preview.
@@ -59,14 +63,13 @@ func setupPreview(mgr ctrl.Manager, cfg *rest.Config, o *runOptions, src source.
 	if !ok {
 		return fmt.Errorf("--preview: the --commit-status provider %s posts no checks", o.CommitStatus.Provider)
 	}
-	c, err := client.New(cfg, client.Options{})
+	// uncached (a dry-run reads what the caches do not hold), on the manager's RESTMapper:
+	// no second discovery
+	c, err := client.New(cfg, client.Options{Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("--preview: create client: %w", err)
 	}
-	p := &preview.Previewer{
-		Differ: &render.Differ{Client: c, Renderer: render.Renderer{Registry: kinds.Builtin(), APIGroup: o.APIGroup, Build: o.Build}},
-		Scope:  scope, Mapper: c.RESTMapper(), Limits: o.GitOps.Limits,
-	}
+	p := newPreviewer(c, o, scope)
 	branch := o.Git.Branch
 	if o.GitHub.Repository != "" {
 		branch = o.GitHub.Branch
