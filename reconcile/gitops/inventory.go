@@ -163,9 +163,13 @@ type Gone func(InventoryEntry) bool
 // revision first marked); orphans the cluster no longer has dropped. keep lists objects
 // still present in git though not planned (skipped by scope, duplicates), and files the
 // files whose parse failed this sweep: their entries are kept, not orphaned, since git
-// may still declare them. It returns the entries newly orphaned by this sweep. It is
-// pure.
-func NextInventory(prev Inventory, rev string, declared []Declared, keep map[key]bool, files map[string]bool, gone Gone) (Inventory, []InventoryEntry) {
+// may still declare them. Entries outside reports those out of this sweep's scope (a
+// namespace it does not own: recorded by a sweeper of other namespaces sharing the
+// operator's namespace, `operator up --gitops-namespaces` beside `run`, or before the
+// scope narrowed); they are kept exactly as they are, neither orphaned nor revived, since
+// this sweep cannot tell whether git still declares them. It returns the entries newly
+// orphaned by this sweep. It is pure.
+func NextInventory(prev Inventory, rev string, declared []Declared, keep map[key]bool, files map[string]bool, gone Gone, outside func(InventoryEntry) bool) (Inventory, []InventoryEntry) {
 	next := Inventory{Entries: make(map[key]InventoryEntry, len(declared))}
 	seen := map[key]bool{}
 	for _, d := range declared {
@@ -197,6 +201,10 @@ func NextInventory(prev Inventory, rev string, declared []Declared, keep map[key
 	var orphaned []InventoryEntry
 	for k, p := range prev.Entries {
 		if seen[k] {
+			continue
+		}
+		if outside != nil && outside(p) {
+			next.Entries[k] = p
 			continue
 		}
 		if keep[k] || files[p.File] {

@@ -19,7 +19,7 @@ func TestNextInventory(t *testing.T) {
 		{Ref: cmRef("made"), File: "a.yaml", Action: apply.Created, UID: "u1", Digest: strings.Repeat("d", 32), Fingerprint: strings.Repeat("f", 64)},
 		{Ref: cmRef("adopted"), File: "a.yaml", Action: apply.Updated, UID: "u2"},
 		{Ref: cmRef("broken"), File: "a.yaml", Action: apply.Failed},
-	}, nil, nil, nil)
+	}, nil, nil, nil, nil)
 	if len(newly) != 0 || len(inv.Entries) != 2 {
 		t.Fatalf("first sweep: %d newly orphaned, %d entries; want 0 and 2 (a failed object never applied is not recorded)", len(newly), len(inv.Entries))
 	}
@@ -39,7 +39,7 @@ func TestNextInventory(t *testing.T) {
 	}
 
 	// rev2 removes both files' objects but "made"'s file only fails to parse: kept.
-	inv2, newly := NextInventory(back, rev2, nil, nil, map[string]bool{}, func(InventoryEntry) bool { return false })
+	inv2, newly := NextInventory(back, rev2, nil, nil, map[string]bool{}, func(InventoryEntry) bool { return false }, nil)
 	if len(newly) != 2 {
 		t.Fatalf("rev2: newly %v, want both orphaned", newly)
 	}
@@ -53,18 +53,18 @@ func TestNextInventory(t *testing.T) {
 	}
 
 	// rev3: still absent — the revision that removed it stays rev2, and no new Event.
-	inv3, newly := NextInventory(inv2, rev3, nil, nil, nil, nil)
+	inv3, newly := NextInventory(inv2, rev3, nil, nil, nil, nil, nil)
 	if len(newly) != 0 || inv3.Orphans()[0].RemovedIn != rev2 {
 		t.Errorf("rev3: newly %v, removedIn %s; want none and rev2", newly, inv3.Orphans()[0].RemovedIn)
 	}
 	// The object deleted from the cluster (orphans --delete): its entry goes.
-	inv4, _ := NextInventory(inv3, rev3, nil, nil, nil, func(e InventoryEntry) bool { return e.Name == "made" })
+	inv4, _ := NextInventory(inv3, rev3, nil, nil, nil, func(e InventoryEntry) bool { return e.Name == "made" }, nil)
 	if len(inv4.Orphans()) != 1 || inv4.Orphans()[0].Object.Name != "adopted" {
 		t.Errorf("after the delete: %v, want adopted only", inv4.Orphans())
 	}
 	// Back in git: no longer orphaned, and an object recreated by someone else (new uid,
 	// not a CREATE of ours) is no longer ours to delete.
-	inv5, _ := NextInventory(inv2, rev3, []Declared{{Ref: cmRef("made"), Action: apply.Updated, UID: "other"}}, nil, map[string]bool{"a.yaml": true}, nil)
+	inv5, _ := NextInventory(inv2, rev3, []Declared{{Ref: cmRef("made"), Action: apply.Updated, UID: "other"}}, nil, map[string]bool{"a.yaml": true}, nil, nil)
 	for _, e := range inv5.Entries {
 		if e.RemovedIn != "" {
 			t.Errorf("%s: removedIn %s after it came back (or its file failed to parse)", e.Name, e.RemovedIn)
@@ -75,9 +75,25 @@ func TestNextInventory(t *testing.T) {
 	}
 	// A skip of the same object (now out of scope, say) keeps it, not orphaned.
 	k := key{GroupKind: cmRef("adopted").GroupKind(), Namespace: "ns", Name: "adopted"}
-	inv6, newly := NextInventory(back, rev2, nil, map[key]bool{k: true}, nil, nil)
+	inv6, newly := NextInventory(back, rev2, nil, map[key]bool{k: true}, nil, nil, nil)
 	if len(newly) != 1 || newly[0].Name != "made" || inv6.Entries[k].RemovedIn != "" {
 		t.Errorf("skipped object orphaned: %v", newly)
+	}
+	// An entry in a namespace this sweep does not own (another sweeper's, sharing the
+	// operator's namespace) is kept untouched: not orphaned, and an orphan stays one.
+	other := func(e InventoryEntry) bool { return e.Namespace == "other" }
+	theirs := InventoryEntry{Kind: "ConfigMap", Namespace: "other", Name: "theirs", UID: "u9", Created: true, File: "b.yaml"}
+	gone := InventoryEntry{Kind: "ConfigMap", Namespace: "other", Name: "gone", Created: true, File: "b.yaml", RemovedIn: rev1}
+	prev := Inventory{Entries: map[key]InventoryEntry{theirs.key(): theirs, gone.key(): gone}}
+	for _, e := range back.Entries {
+		prev.Entries[e.key()] = e
+	}
+	inv7, newly := NextInventory(prev, rev2, nil, nil, nil, other, other) // "gone" too: still not this sweep's to drop
+	if len(newly) != 2 || newly[0].Namespace != "ns" || newly[1].Namespace != "ns" {
+		t.Errorf("rev2 with entries of another namespace: newly %v, want only ns's two", newly)
+	}
+	if inv7.Entries[theirs.key()] != theirs || inv7.Entries[gone.key()] != gone {
+		t.Errorf("another namespace's entries changed: %+v %+v (gone from the cluster or not, they are not this sweep's)", inv7.Entries[theirs.key()], inv7.Entries[gone.key()])
 	}
 }
 

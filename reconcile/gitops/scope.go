@@ -220,6 +220,20 @@ func (s Scope) Owns(ns string) bool {
 	return s.all && ns != "" && !slices.Contains(SystemNamespaces, ns) && ns != s.self.Namespace
 }
 
+// Covers reports whether an object of kind gk (namespaced as told) named ns/name lies
+// in the namespaces this scope owns: a Namespace by its name, a namespaced object by
+// its namespace; anything else is the sweep's to judge (true). The inventory keeps
+// entries it does not cover untouched (NextInventory).
+func (s Scope) Covers(gk schema.GroupKind, namespaced bool, ns, name string) bool {
+	switch {
+	case gk == namespaceKind:
+		return s.Owns(name)
+	case namespaced:
+		return s.Owns(ns)
+	}
+	return true
+}
+
 // Namespaces returns the namespaces named (with "*", those named besides it:
 // a named operator namespace stays owned), sorted; nil when none is named
 // and all are owned.

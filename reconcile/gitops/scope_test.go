@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestOptionsScope(t *testing.T) {
@@ -154,5 +155,35 @@ func TestSplitList(t *testing.T) {
 	}
 	if got := SplitList(" , \n"); len(got) != 0 {
 		t.Errorf("SplitList of separators = %v, want none", got)
+	}
+}
+
+func TestScopeCovers(t *testing.T) {
+	named, _ := NewScope([]string{"team-a"}, nil)
+	all, _ := NewScope([]string{All}, nil)
+	all = all.WithSelf(Self{Namespace: "universe-system"})
+	cm := schema.GroupKind{Kind: "ConfigMap"}
+	crd := schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	cases := []struct {
+		name       string
+		scope      Scope
+		gk         schema.GroupKind
+		namespaced bool
+		ns, obj    string
+		want       bool
+	}{
+		{"an object of a named namespace", named, cm, true, "team-a", "x", true},
+		{"an object of another namespace", named, cm, true, "team-b", "x", false},
+		{"a Namespace by its name", named, namespaceKind, false, "", "team-a", true},
+		{"another Namespace", named, namespaceKind, false, "", "team-b", false},
+		{"a cluster-scoped kind: the sweep's to judge", named, crd, false, "", "things.example.com", true},
+		{"* covers any namespace", all, cm, true, "team-z", "x", true},
+		{"* does not cover the operator's own", all, cm, true, "universe-system", "x", false},
+		{"* does not cover kube-system", all, namespaceKind, false, "", "kube-system", false},
+	}
+	for _, c := range cases {
+		if got := c.scope.Covers(c.gk, c.namespaced, c.ns, c.obj); got != c.want {
+			t.Errorf("%s: Covers = %t, want %t", c.name, got, c.want)
+		}
 	}
 }

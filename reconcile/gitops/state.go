@@ -217,12 +217,20 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 	// Orphan candidates need a watch to tell present from deleted.
 	watches := map[watchKey]schema.GroupKind{}
 	where := map[key]watchKey{}
+	outside := map[key]bool{} // another sweeper's namespaces: neither watched nor judged
 	for k, e := range s.inv.Entries {
 		if planned[k] {
 			continue
 		}
 		m, err := s.mapper.RESTMapping(k.GroupKind)
 		if err != nil {
+			if !s.scope.Covers(k.GroupKind, e.Namespace != "", e.Namespace, e.Name) {
+				outside[k] = true
+			}
+			continue
+		}
+		if !s.scope.Covers(k.GroupKind, m.Scope.Name() == meta.RESTScopeNameNamespace, e.Namespace, e.Name) {
+			outside[k] = true
 			continue
 		}
 		wk := watchKey{GVR: m.Resource}
@@ -248,7 +256,8 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 			keepFn[k] = true
 		}
 	}
-	next, newly := NextInventory(s.withLiveUIDs(where), rev, declared, keepFn, files, gone)
+	next, newly := NextInventory(s.withLiveUIDs(where), rev, declared, keepFn, files, gone,
+		func(e InventoryEntry) bool { return outside[e.key()] })
 	err := s.saveInventory(ctx, next)
 	if err != nil {
 		s.invText = "" // retried next sweep
