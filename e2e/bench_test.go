@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -72,13 +75,23 @@ func BenchmarkSideBySide(b *testing.B) {
 				case "kubectl":
 					rows = append(rows, benchKubectl(b, bench, kubectl, kind, n, tag)...)
 				case "up":
-					rows = append(rows, benchUp(b, bench, kind, n, tag)...)
+					rows = append(rows, benchUp(b, bench, operatorBin, "operator up", kind, n, tag)...)
 				case "run":
-					rows = append(rows, benchRun(b, bench, kind, n, tag)...)
+					rows = append(rows, benchRun(b, bench, operatorBin, "operator run", kind, n, tag)...)
+				case "up-base", "run-base":
+					base := os.Getenv("BENCH_BASELINE_BIN")
+					if base == "" {
+						b.Fatalf("BENCH_TOOLS: %s needs BENCH_BASELINE_BIN, another build of the operator", tool)
+					}
+					if tool == "up-base" {
+						rows = append(rows, benchUp(b, bench, base, "up (base)", kind, n, tag+"-base")...)
+					} else {
+						rows = append(rows, benchRun(b, bench, base, "run (base)", kind, n, tag+"-base")...)
+					}
 				case "flux":
 					rows = append(rows, flux.bench(b, bench, kind, n, tag)...)
 				default:
-					b.Fatalf("BENCH_TOOLS: unknown tool %q (kubectl, up, run, flux)", tool)
+					b.Fatalf("BENCH_TOOLS: unknown tool %q (kubectl, up, run, flux, up-base, run-base)", tool)
 				}
 			}
 			for i := range rows {
@@ -194,6 +207,7 @@ type benchRow struct {
 	byResource         map[string]int // the same by "VERB group/resource[/subresource]"
 	toolCPU            time.Duration
 	toolRSS            uint64 // peak, bytes
+	toolAnon           uint64 // peak anonymous resident set (RssAnon, sampled), bytes; 0 when not sampled
 	apiCPU             time.Duration
 	note               string
 }
@@ -211,10 +225,11 @@ func (bc *benchCluster) sample(b *testing.B) sample {
 
 // measure runs step and returns the apiserver's side of it; the tool's side (wall, CPU, RSS)
 // is what step returns.
-func (bc *benchCluster) measure(b *testing.B, tool, step string, f func() (time.Duration, time.Duration, uint64)) benchRow {
+func (bc *benchCluster) measure(b *testing.B, tool, step string, f func() toolUse) benchRow {
 	b.Helper()
 	before := bc.sample(b)
-	wall, cpu, rss := f()
+	use := f()
+	wall, cpu, rss := use.wall, use.cpu, use.rss
 	time.Sleep(300 * time.Millisecond) // let the apiserver record the last requests
 	after := bc.sample(b)
 	byRes := map[string]int{}
@@ -229,9 +244,9 @@ func (bc *benchCluster) measure(b *testing.B, tool, step string, f func() (time.
 		verb, _, _ := strings.Cut(k, " ")
 		delta[verb] += v
 	}
-	r := benchRow{tool: tool, step: step, wall: wall, requests: delta, byResource: byRes, toolCPU: cpu, toolRSS: rss, apiCPU: after.apiCPU - before.apiCPU}
-	fmt.Printf("bench %-10s %-16s %8.2fs %6d requests (%s) cpu %.2fs rss %d MiB apiserver cpu %.2fs\n",
-		tool, step, wall.Seconds(), total(r.requests), verbs(r.requests), cpu.Seconds(), rss>>20, r.apiCPU.Seconds())
+	r := benchRow{tool: tool, step: step, wall: wall, requests: delta, byResource: byRes, toolCPU: cpu, toolRSS: rss, toolAnon: use.anon, apiCPU: after.apiCPU - before.apiCPU}
+	fmt.Printf("bench %-10s %-16s %8.2fs %6d requests (%s) cpu %.2fs rss %d MiB (anon %d) apiserver cpu %.2fs\n",
+		tool, step, wall.Seconds(), total(r.requests), verbs(r.requests), cpu.Seconds(), rss>>20, use.anon>>20, r.apiCPU.Seconds())
 	fmt.Printf("bench %-10s %-16s by resource: %s\n", tool, step, verbs(byRes))
 	return r
 }
@@ -333,31 +348,93 @@ func procCPU(pid int) time.Duration {
 
 // procPeakRSS is a process's peak resident set (VmHWM), in bytes.
 func procPeakRSS(pid int) uint64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	v, _ := procStatusField(pid, "VmHWM")
+	return v
 }
 
 // runOnce runs a one-shot command and returns its wall time, CPU time and peak RSS.
-func runOnce(b *testing.B, cmd *exec.Cmd) (time.Duration, time.Duration, uint64) {
+func runOnce(b *testing.B, cmd *exec.Cmd) toolUse {
 	b.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	anon := sampleAnon(cmd.Process.Pid)
+	err := cmd.Wait()
 	wall := time.Since(start)
+	peakAnon := anon.stop()
 	if err != nil {
-		b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tailOf(out, 30))
+		b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tailOf(out.Bytes(), 30))
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return wall, cpu, uint64(ru.Maxrss) << 10
+	return toolUse{wall: wall, cpu: cpu, rss: uint64(ru.Maxrss) << 10, anon: peakAnon}
+}
+
+// toolUse is a tool's side of one step: wall time, CPU time, peak RSS (VmHWM: it counts
+// the pages of the binary file it touched, which vary from run to run with the page cache)
+// and peak anonymous RSS (RssAnon sampled every 10 ms: the heap, stacks and runtime, what
+// the process itself allocated; 0 when not sampled).
+type toolUse struct {
+	wall, cpu time.Duration
+	rss, anon uint64
+}
+
+// anonSampler samples a process's RssAnon every 10 ms until it exits or is stopped.
+type anonSampler struct {
+	peak       atomic.Uint64
+	stopc, end chan struct{}
+	once       sync.Once
+}
+
+func sampleAnon(pid int) *anonSampler {
+	a := &anonSampler{stopc: make(chan struct{}), end: make(chan struct{})}
+	go func() {
+		defer close(a.end)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			v, ok := procStatusField(pid, "RssAnon")
+			if !ok {
+				return // gone
+			}
+			if v > a.peak.Load() {
+				a.peak.Store(v)
+			}
+			select {
+			case <-a.stopc:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return a
+}
+
+// max is the peak so far.
+func (a *anonSampler) max() uint64 { return a.peak.Load() }
+
+// stop ends the sampling and returns the peak.
+func (a *anonSampler) stop() uint64 {
+	a.once.Do(func() { close(a.stopc); <-a.end })
+	return a.peak.Load()
+}
+
+// procStatusField reads a kB field of /proc/<pid>/status, in bytes.
+func procStatusField(pid int, field string) (uint64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
 
 func tailOf(out []byte, n int) string {
@@ -383,7 +460,7 @@ func benchKubectl(b *testing.B, bc *benchCluster, kubectl, kind string, n int, t
 	dir := b.TempDir()
 	home := b.TempDir()
 	writeFilesTo(b, dir, corpusFiles(kind, ns, n, 0))
-	run := func() (time.Duration, time.Duration, uint64) {
+	run := func() toolUse {
 		cmd := exec.Command(kubectl, "--kubeconfig", bc.kubeconfig, "apply", "--server-side", "-R", "-f", dir)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		return runOnce(b, cmd)
@@ -399,39 +476,43 @@ func benchKubectl(b *testing.B, bc *benchCluster, kubectl, kind string, n int, t
 func maxFiles(n int) string { return fmt.Sprintf("--gitops-max-files=%d", max(n+100, 10000)) }
 
 // benchUp: `operator up --manifests DIR`, one process per step as a user runs it.
-func benchUp(b *testing.B, bc *benchCluster, kind string, n int, tag string) []benchRow {
+func benchUp(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag string) []benchRow {
 	ns := "bench-up-" + tag
 	dir := b.TempDir()
 	writeFilesTo(b, dir, corpusFiles(kind, ns, n, 0))
-	run := func() (time.Duration, time.Duration, uint64) {
-		cmd := exec.Command(operatorBin, "up", "--kubeconfig", bc.kubeconfig, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns, maxFiles(n))
+	run := func() toolUse {
+		cmd := exec.Command(bin, "up", "--kubeconfig", bc.kubeconfig, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns, maxFiles(n))
 		return runOnce(b, cmd)
 	}
-	rows := []benchRow{bc.measure(b, "operator up", "cold sync", run), bc.measure(b, "operator up", "no-op", run)}
+	rows := []benchRow{bc.measure(b, tool, "cold sync", run), bc.measure(b, tool, "no-op", run)}
 	writeFilesTo(b, dir, changedFiles(kind, ns, n))
-	return append(rows, bc.measure(b, "operator up", "10 changed files", run))
+	return append(rows, bc.measure(b, tool, "10 changed files", run))
 }
 
 // benchRun: `operator run --controllers gitops` sweeping from the git server. Each step
 // starts with the push webhook (after the commit landed) and ends with the sweep's own report
 // (its start plus its duration), so the time is the operator's and not the harness's polling.
-func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []benchRow {
+func benchRun(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag string) []benchRow {
 	ns := "bench-run-" + tag
 	repo := &gitRepo{srv: bc.git, name: "run-" + tag + ".git", tokenFile: filepath.Join(b.TempDir(), "token")}
 	if err := os.WriteFile(repo.tokenFile, []byte(bc.git.Password), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	repo.push(b, "empty", map[string][]byte{"README.md": []byte("bench\n")})
+	defer func(built string) { operatorBin = built }(operatorBin)
+	operatorBin = bin // startOperator runs it
 	op := startOperator(b, bc.cluster, repo, "universe-system", "--controllers", "gitops", "--leader-elect=false",
 		"--gitops-namespaces", ns, "--log-level", "error", maxFiles(n))
 	pid := op.cmd.Process.Pid
+	anon := sampleAnon(pid) // the process's peak so far, as VmHWM is
+	defer anon.stop()
 	waitFor(b, "the first sweep", time.Minute, func() (bool, string) {
 		_, err := op.report()
 		return err == nil, fmt.Sprint(err)
 	})
 	var note string
-	step := func(files map[string][]byte, want func(created, updated int) bool) func() (time.Duration, time.Duration, uint64) {
-		return func() (time.Duration, time.Duration, uint64) {
+	step := func(files map[string][]byte, want func(created, updated int) bool) func() toolUse {
+		return func() toolUse {
 			sha := ""
 			if files != nil {
 				sha, _ = repo.push(b, "bench", files)
@@ -459,7 +540,7 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 					ph.Head, ph.Fetch, ph.Parse, ph.Plan, ph.Resolve, ph.Apply)
 				return true, ""
 			})
-			return end.Sub(fired), procCPU(pid) - cpu0, procPeakRSS(pid)
+			return toolUse{wall: end.Sub(fired), cpu: procCPU(pid) - cpu0, rss: procPeakRSS(pid), anon: anon.max()}
 		}
 	}
 	var rows []benchRow
@@ -472,7 +553,7 @@ func benchRun(b *testing.B, bc *benchCluster, kind string, n int, tag string) []
 		{"no-op", nil, func(c, u int) bool { return c+u == 0 }},
 		{"10 changed files", changedFiles(kind, ns, n), func(c, u int) bool { return c == 0 && u == 10 }},
 	} {
-		row := bc.measure(b, "operator run", st.name, step(st.files, st.want))
+		row := bc.measure(b, tool, st.name, step(st.files, st.want))
 		row.note = note
 		rows = append(rows, row)
 	}
@@ -596,8 +677,8 @@ func (f *fluxProcs) bench(b *testing.B, bc *benchCluster, kind string, n int, ta
 	ks := fluxObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, map[string]any{
 		"interval": "60m", "path": "./", "prune": false, "wait": false, "timeout": "30m",
 		"sourceRef": map[string]any{"kind": "GitRepository", "name": name}})
-	step := func(act func() string, wantRev func() string) func() (time.Duration, time.Duration, uint64) {
-		return func() (time.Duration, time.Duration, uint64) {
+	step := func(act func() string, wantRev func() string) func() toolUse {
+		return func() toolUse {
 			list := &unstructured.UnstructuredList{}
 			list.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
 			list.SetKind("KustomizationList")
@@ -621,7 +702,7 @@ func (f *fluxProcs) bench(b *testing.B, bc *benchCluster, kind string, n int, ta
 					}
 					u, _ := ev.Object.(*unstructured.Unstructured)
 					if u != nil && fluxDone(u, "main@sha1:"+wantRev(), token) {
-						return time.Since(start), f.cpu() - cpu0, f.rss()
+						return toolUse{wall: time.Since(start), cpu: f.cpu() - cpu0, rss: f.rss()}
 					}
 				case <-deadline:
 					b.Fatalf("Flux did not apply %s in 30 minutes", wantRev())
@@ -691,11 +772,11 @@ func writeBenchTable(b *testing.B, rows []benchRow, path string) {
 	fmt.Fprintf(&sb, "Requests: apiserver_request_total delta by verb, without leases, endpoints, nodes and flow control.\n")
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(&sb, "Machine: %d CPUs, load average at the end %s\n\n", runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Fprintf(&sb, "| corpus | step | tool | wall s | requests | by verb | tool CPU s | tool peak RSS MiB | apiserver CPU s |\n")
-	fmt.Fprintf(&sb, "|---|---|---|---:|---:|---|---:|---:|---:|\n")
+	fmt.Fprintf(&sb, "| corpus | step | tool | wall s | requests | by verb | tool CPU s | tool peak RSS MiB | tool peak anon RSS MiB | apiserver CPU s |\n")
+	fmt.Fprintf(&sb, "|---|---|---|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "| %s | %s | %s | %.2f | %d | %s | %.2f | %d | %.2f |\n", r.corpus, r.step, r.tool, r.wall.Seconds(),
-			total(r.requests), verbs(r.requests), r.toolCPU.Seconds(), r.toolRSS>>20, r.apiCPU.Seconds())
+		fmt.Fprintf(&sb, "| %s | %s | %s | %.2f | %d | %s | %.2f | %d | %d | %.2f |\n", r.corpus, r.step, r.tool, r.wall.Seconds(),
+			total(r.requests), verbs(r.requests), r.toolCPU.Seconds(), r.toolRSS>>20, r.toolAnon>>20, r.apiCPU.Seconds())
 	}
 	fmt.Fprintf(&sb, "\n")
 	for _, r := range rows {
