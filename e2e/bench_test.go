@@ -43,7 +43,9 @@ import (
 //	FLUX_BIN_DIR=$(hack/build-flux.sh --dir) go test -run '^$' -bench SideBySide -benchtime 1x -timeout 90m ./e2e/
 //
 // BENCH_CORPORA narrows the corpora (default services-1000,configmaps-1000,services-10000),
-// BENCH_TOOLS the tools (default kubectl,up,run,flux);
+// BENCH_TOOLS the tools (default kubectl,up,run,flux; up-base and run-base run
+// BENCH_BASELINE_BIN, another build of the operator, with an operator namespace of its own,
+// for a before/after in one run on one machine);
 // BENCH_OUT is the directory the table is written to (default ../.cache/bench).
 func BenchmarkSideBySide(b *testing.B) {
 	tools := strings.Split(envOr("BENCH_TOOLS", "kubectl,up,run,flux"), ",")
@@ -75,18 +77,18 @@ func BenchmarkSideBySide(b *testing.B) {
 				case "kubectl":
 					rows = append(rows, benchKubectl(b, bench, kubectl, kind, n, tag)...)
 				case "up":
-					rows = append(rows, benchUp(b, bench, operatorBin, "operator up", kind, n, tag)...)
+					rows = append(rows, benchUp(b, bench, operatorBin, "operator up", "universe-system", kind, n, tag)...)
 				case "run":
-					rows = append(rows, benchRun(b, bench, operatorBin, "operator run", kind, n, tag)...)
+					rows = append(rows, benchRun(b, bench, operatorBin, "operator run", "universe-system", kind, n, tag)...)
 				case "up-base", "run-base":
 					base := os.Getenv("BENCH_BASELINE_BIN")
 					if base == "" {
 						b.Fatalf("BENCH_TOOLS: %s needs BENCH_BASELINE_BIN, another build of the operator", tool)
 					}
 					if tool == "up-base" {
-						rows = append(rows, benchUp(b, bench, base, "up (base)", kind, n, tag+"-base")...)
+						rows = append(rows, benchUp(b, bench, base, "up (base)", baseNamespace, kind, n, tag+"-base")...)
 					} else {
-						rows = append(rows, benchRun(b, bench, base, "run (base)", kind, n, tag+"-base")...)
+						rows = append(rows, benchRun(b, bench, base, "run (base)", baseNamespace, kind, n, tag+"-base")...)
 					}
 				case "flux":
 					rows = append(rows, flux.bench(b, bench, kind, n, tag)...)
@@ -183,9 +185,13 @@ func newBenchCluster(b *testing.B, cl *cluster) *benchCluster {
 	// The operator's namespace, as `operator install` leaves it (the cluster has the CRDs
 	// alone): without it the inventory and GitSync writes of up and run fail (404), run
 	// retries them on every sweep, idle ones included, and up has no inventory to skip by.
-	home := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "universe-system"}}}
-	if err := cl.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(home), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
-		b.Fatal(err)
+	// The baseline build (up-base, run-base) has a namespace of its own: its inventory is not
+	// the built binary's.
+	for _, name := range []string{"universe-system", baseNamespace} {
+		home := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+		if err := cl.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(home), client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if data, err := os.ReadFile(filepath.Join(filepath.Dir(cl.kubeconfig), "pids", "kube-apiserver.pid")); err == nil {
 		bc.apiserverPID, _ = strconv.Atoi(strings.Fields(string(data))[0])
@@ -198,6 +204,9 @@ func newBenchCluster(b *testing.B, cl *cluster) *benchCluster {
 	bc.git = srv
 	return bc
 }
+
+// baseNamespace is the operator namespace of BENCH_BASELINE_BIN's up-base and run-base.
+const baseNamespace = "universe-bench-base"
 
 // benchRow is one tool's step on one corpus.
 type benchRow struct {
@@ -476,12 +485,12 @@ func benchKubectl(b *testing.B, bc *benchCluster, kubectl, kind string, n int, t
 func maxFiles(n int) string { return fmt.Sprintf("--gitops-max-files=%d", max(n+100, 10000)) }
 
 // benchUp: `operator up --manifests DIR`, one process per step as a user runs it.
-func benchUp(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag string) []benchRow {
+func benchUp(b *testing.B, bc *benchCluster, bin, tool, home, kind string, n int, tag string) []benchRow {
 	ns := "bench-up-" + tag
 	dir := b.TempDir()
 	writeFilesTo(b, dir, corpusFiles(kind, ns, n, 0))
 	run := func() toolUse {
-		cmd := exec.Command(bin, "up", "--kubeconfig", bc.kubeconfig, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns, maxFiles(n))
+		cmd := exec.Command(bin, "up", "--kubeconfig", bc.kubeconfig, "--namespace", home, "--manifests", dir, "--crds-only", "--gitops-namespaces", ns, maxFiles(n))
 		return runOnce(b, cmd)
 	}
 	rows := []benchRow{bc.measure(b, tool, "cold sync", run), bc.measure(b, tool, "no-op", run)}
@@ -492,7 +501,7 @@ func benchUp(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag 
 // benchRun: `operator run --controllers gitops` sweeping from the git server. Each step
 // starts with the push webhook (after the commit landed) and ends with the sweep's own report
 // (its start plus its duration), so the time is the operator's and not the harness's polling.
-func benchRun(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag string) []benchRow {
+func benchRun(b *testing.B, bc *benchCluster, bin, tool, home, kind string, n int, tag string) []benchRow {
 	ns := "bench-run-" + tag
 	repo := &gitRepo{srv: bc.git, name: "run-" + tag + ".git", tokenFile: filepath.Join(b.TempDir(), "token")}
 	if err := os.WriteFile(repo.tokenFile, []byte(bc.git.Password), 0o600); err != nil {
@@ -501,7 +510,7 @@ func benchRun(b *testing.B, bc *benchCluster, bin, tool, kind string, n int, tag
 	repo.push(b, "empty", map[string][]byte{"README.md": []byte("bench\n")})
 	defer func(built string) { operatorBin = built }(operatorBin)
 	operatorBin = bin // startOperator runs it
-	op := startOperator(b, bc.cluster, repo, "universe-system", "--controllers", "gitops", "--leader-elect=false",
+	op := startOperator(b, bc.cluster, repo, home, "--controllers", "gitops", "--leader-elect=false",
 		"--gitops-namespaces", ns, "--log-level", "error", maxFiles(n))
 	pid := op.cmd.Process.Pid
 	anon := sampleAnon(pid) // the process's peak so far, as VmHWM is
