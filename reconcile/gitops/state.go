@@ -215,30 +215,7 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		planned[key{GroupKind: d.Ref.GroupKind(), Namespace: d.Ref.Namespace, Name: d.Ref.Name}] = true
 	}
 	// Orphan candidates need a watch to tell present from deleted.
-	watches := map[watchKey]schema.GroupKind{}
-	where := map[key]watchKey{}
-	outside := map[key]bool{} // another sweeper's namespaces: neither watched nor judged
-	for k, e := range s.inv.Entries {
-		if planned[k] {
-			continue
-		}
-		m, err := s.mapper.RESTMapping(k.GroupKind)
-		if err != nil {
-			if !s.scope.Covers(k.GroupKind, e.Namespace != "", e.Namespace, e.Name) {
-				outside[k] = true
-			}
-			continue
-		}
-		if !s.scope.Covers(k.GroupKind, m.Scope.Name() == meta.RESTScopeNameNamespace, e.Namespace, e.Name) {
-			outside[k] = true
-			continue
-		}
-		wk := watchKey{GVR: m.Resource}
-		if m.Scope.Name() == meta.RESTScopeNameNamespace && (!s.scope.OwnsAll() || s.as != nil) {
-			wk.Namespace = e.Namespace
-		}
-		watches[wk], where[k] = k.GroupKind, wk
-	}
+	watches, where, outside := s.orphanWatches(planned)
 	if len(watches) > 0 {
 		s.tracker.ensure(ctx, watches, s.syncWait)
 	}
@@ -263,6 +240,37 @@ func (s *Sweeper) updateInventory(ctx context.Context, rev string, results []app
 		s.invText = "" // retried next sweep
 	}
 	return s.inv.Orphans(), newly, err
+}
+
+// orphanWatches names, for every inventory entry this sweep did not plan, the watch that
+// tells whether it is still present (where), the watches to start, and the entries outside
+// the sweep's namespaces (another sweeper's: neither watched nor judged).
+func (s *Sweeper) orphanWatches(planned map[key]bool) (map[watchKey]schema.GroupKind, map[key]watchKey, map[key]bool) {
+	watches := map[watchKey]schema.GroupKind{}
+	where := map[key]watchKey{}
+	outside := map[key]bool{}
+	for k, e := range s.inv.Entries {
+		if planned[k] {
+			continue
+		}
+		m, err := s.mapper.RESTMapping(k.GroupKind)
+		if err != nil {
+			if !s.scope.Covers(k.GroupKind, e.Namespace != "", e.Namespace, e.Name) {
+				outside[k] = true
+			}
+			continue
+		}
+		if !s.scope.Covers(k.GroupKind, m.Scope.Name() == meta.RESTScopeNameNamespace, e.Namespace, e.Name) {
+			outside[k] = true
+			continue
+		}
+		wk := watchKey{GVR: m.Resource}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && (!s.scope.OwnsAll() || s.as != nil) {
+			wk.Namespace = e.Namespace
+		}
+		watches[wk], where[k] = k.GroupKind, wk
+	}
+	return watches, where, outside
 }
 
 // awaitCreatedUIDs gives each object this sweep created the uid its watch delivers, waiting
