@@ -100,25 +100,21 @@ func CRDs(group string) ([]apiextensionsv1.CustomResourceDefinition, error) {
 	if err := ValidateGroup(group); err != nil {
 		return nil, err
 	}
-	base, err := parseBaseCRDs()
+	src, err := crdSources()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]apiextensionsv1.CustomResourceDefinition, 0, len(base))
-	for _, b := range base {
-		crd := b.crd
-		crd.Spec.Group = b.family.Group(group)
+	out := make([]apiextensionsv1.CustomResourceDefinition, len(src))
+	for i, c := range src {
+		crd := &out[i]
+		if err := json.Unmarshal(c.json, crd); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path.Base(c.file), err)
+		}
+		crd.Spec.Group = c.family.Group(group)
 		crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
-		out = append(out, *crd)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// baseCRD is a generated CRD with the family that decides its group.
-type baseCRD struct {
-	crd    *apiextensionsv1.CustomResourceDefinition
-	family Family
 }
 
 // crdSource is one embedded generated CRD as JSON, checked once (strictly, its group the
@@ -157,23 +153,6 @@ var crdSources = sync.OnceValues(func() ([]crdSource, error) {
 	}
 	return out, nil
 })
-
-// parseBaseCRDs decodes the embedded generated CRDs anew from their JSON.
-func parseBaseCRDs() ([]baseCRD, error) {
-	src, err := crdSources()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]baseCRD, 0, len(src))
-	for _, c := range src {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := json.Unmarshal(c.json, crd); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", path.Base(c.file), err)
-		}
-		out = append(out, baseCRD{crd: crd, family: c.family})
-	}
-	return out, nil
-}
 
 // readCRD reads one generated CRD strictly and returns it with its JSON.
 func readCRD(name, placeholder string) (apiextensionsv1.CustomResourceDefinition, []byte, error) {

@@ -254,18 +254,19 @@ func (s *Sweeper) orphanWatches(planned map[key]bool) (map[watchKey]schema.Group
 			continue
 		}
 		m, err := s.mapper.RESTMapping(k.GroupKind)
-		if err != nil {
-			if !s.scope.Covers(k.GroupKind, e.Namespace != "", e.Namespace, e.Name) {
-				outside[k] = true
-			}
-			continue
+		namespaced := e.Namespace != "" // a kind no longer served: as the entry was recorded
+		if err == nil {
+			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
 		}
-		if !s.scope.Covers(k.GroupKind, m.Scope.Name() == meta.RESTScopeNameNamespace, e.Namespace, e.Name) {
+		if !s.scope.Covers(k.GroupKind, namespaced, e.Namespace, e.Name) {
 			outside[k] = true
 			continue
 		}
+		if err != nil {
+			continue // no watch for it: orphaned, never known gone
+		}
 		wk := watchKey{GVR: m.Resource}
-		if m.Scope.Name() == meta.RESTScopeNameNamespace && (!s.scope.OwnsAll() || s.as != nil) {
+		if namespaced && (!s.scope.OwnsAll() || s.as != nil) {
 			wk.Namespace = e.Namespace
 		}
 		watches[wk], where[k] = k.GroupKind, wk
