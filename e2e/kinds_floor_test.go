@@ -36,6 +36,7 @@ type floorResult struct {
 	planeCPU       float64 // the control plane's processes, seconds
 	clientCPU      float64 // the kubectl processes, seconds
 	procs          int
+	latency        string // meanLatencies
 }
 
 // floor renders the bench's N CRs with the real builders (`operator render`, the built
@@ -115,7 +116,8 @@ func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorRes
 		res.ready = r.last.Sub(start)
 	}
 	time.Sleep(time.Second) // let the apiserver count the last requests
-	res.requests = scrapeAPIServer(b, kb.cfg).delta(apiBefore).sum("apiserver_request_total", nil)
+	apiDelta := scrapeAPIServer(b, kb.cfg).delta(apiBefore)
+	res.requests, res.latency = apiDelta.sum("apiserver_request_total", nil), meanLatencies(apiDelta)
 	for name, after := range kb.planeCPU() {
 		res.planeCPU += (after - planeBefore[name]).Seconds()
 	}

@@ -244,6 +244,7 @@ func (c *Clusters) engage(bound *fleet.Bound, log logr.Logger) (*engagement, err
 		co.Logger = log
 		// as the home manager: children are watched (Owns) as unstructured objects
 		co.Client = client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+		co.NewCache = TypedChildren(c.Registry, c.Group)
 		co.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: PodCache()}
 		if bound.Bounded() {
 			// a bounded registration's transport refuses a list across namespaces: the

@@ -60,6 +60,8 @@ type memory struct {
 	// resourceVersion that write was computed from.
 	statusAt   time.Time
 	statusFrom string
+	// seenAt is when this process first summarized the CR's status (statusDue's first look).
+	seenAt time.Time
 	// upgrading is set while the CR's upgrade is Preflighting or Rolling: the pod watch
 	// (upgradePod) wakes it then, and only then. Read by the watch's handler, hence atomic.
 	upgrading atomic.Bool
@@ -193,7 +195,10 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 		status.Conditions = withCondition(status.Conditions, s.previous.Conditions, s.upgrade.condition, s.obs.Generation, s.obs.Now)
 	}
 	r.reportTakeover(ctx, s, &status)
-	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.obs.Now.Time)
+	if s.mem.seenAt.IsZero() {
+		s.mem.seenAt = s.obs.Now.Time
+	}
+	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.mem.seenAt, s.obs.Now.Time)
 	// A step of the upgrade machine is its state: written at once, never held back.
 	if write || (s.upgrade != nil && s.upgrade.changed) {
 		written, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)

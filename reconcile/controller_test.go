@@ -118,7 +118,7 @@ func runKinds(t *testing.T, cfg *rest.Config, opts ...reconcile.SetupOption) (*s
 	ctrl.SetLogger(log)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		// as operator run: children read from the Owns caches
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}, NewCache: reconcile.TypedChildren(kinds.Builtin(), group),
 		// as operator run: Pods cached only when our builders labelled them
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: reconcile.PodCache()}},
 		// SetupKinds runs more than once in this test binary; controller names repeat

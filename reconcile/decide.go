@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openuniverse/operator/drive"
@@ -62,9 +63,13 @@ const (
 	backoffBase = 5 * time.Second
 	backoffMax  = 5 * time.Minute
 	// progressEvery is the least time between two status writes that only move a
-	// message or a count (replicas ready, restarts): a rollout costs two writes — the
-	// first look and Ready — not one per event.
+	// message or a count (replicas ready, restarts): a rollout costs at most two writes —
+	// the first look and Ready — not one per event.
 	progressEvery = 15 * time.Second
+	// firstLook is how long a new CR's first status, when it only says that the children
+	// are on their way, is held back: a CR Ready within it costs one status write, not two
+	// (the first look, then Ready). A Ready, a stall or a failure is written at once.
+	firstLook = 10 * time.Second
 )
 
 // backoff is how long to wait before retrying after failures consecutive failed applies
@@ -134,13 +139,22 @@ func next(s drive.Status, o Outcome, w Wake) (ctrl.Result, string) {
 }
 
 // statusDue decides whether status next, summarized from an observation, is written over
-// previous, the status as read, given when this process last wrote it (zero: never). A
-// change of generation or of any condition's status, reason or transition is written at
-// once; a change of only the phase, messages or counts is written once progressEvery has passed
-// since the last write, and otherwise held back for wait.
-func statusDue(previous, next drive.Status, lastWrite, now time.Time) (write bool, wait time.Duration) {
+// previous, the status as read, given when this process last wrote it (zero: never) and
+// when it first looked at the CR. A change of generation or of any condition's status,
+// reason or transition is written at once; a change of only the phase, messages or counts
+// is written once progressEvery has passed since the last write, and otherwise held back
+// for wait. A CR without any status yet whose first one would say only "on its way" (the
+// children applied, not Ready yet) is held back until firstLook has passed since the first
+// look.
+func statusDue(previous, next drive.Status, lastWrite, firstSeen, now time.Time) (write bool, wait time.Duration) {
 	if drive.Equal(previous, next) {
 		return false, 0
+	}
+	if len(previous.Conditions) == 0 && onItsWay(next) && !firstSeen.IsZero() {
+		if since := now.Sub(firstSeen); since < firstLook {
+			return false, firstLook - since
+		}
+		return true, 0
 	}
 	if significant(previous, next) || lastWrite.IsZero() {
 		return true, 0
@@ -159,6 +173,15 @@ func statusLag(rv, from string, writtenAt, now time.Time) (lag time.Duration, ok
 		return 0, false
 	}
 	return apply.LagGrace - now.Sub(writtenAt), true
+}
+
+// onItsWay reports a status that says only that the children are on their way: Ready False
+// for NotReady (applied, not current yet), not Stalled; a refusal, a failure or a build error
+// has a reason of its own.
+func onItsWay(s drive.Status) bool {
+	ready := meta.FindStatusCondition(s.Conditions, drive.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == drive.ReasonNotReady &&
+		!meta.IsStatusConditionTrue(s.Conditions, drive.ConditionStalled)
 }
 
 // significant reports a change a user or a waiting tool acts on: generation, or a

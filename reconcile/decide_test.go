@@ -199,25 +199,36 @@ func TestStatusDue(t *testing.T) {
 	ready.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(5 * time.Second))
 	newGen := rolling
 	newGen.ObservedGeneration = 2
+	stalled := st("Degraded", drive.ReasonRejected, "Deployment/ns/web: spec.replicas: Invalid value", 0)
+	stalled.Conditions = append(stalled.Conditions, metav1.Condition{Type: drive.ConditionStalled, Status: metav1.ConditionTrue, Reason: drive.ReasonRejected, ObservedGeneration: 1, LastTransitionTime: at})
+	failed := st("Creating", drive.ReasonApplyFailed, "Deployment/ns/web: the apiserver timed out", 0)
+	never := time.Time{}
 	cases := map[string]struct {
-		previous, next drive.Status
-		lastWrite, now time.Time
-		write          bool
-		wait           time.Duration
+		previous, next            drive.Status
+		lastWrite, firstSeen, now time.Time
+		write                     bool
+		wait                      time.Duration
 	}{
-		"unchanged: nothing":                      {rolling, rolling, t0, t0.Add(time.Hour), false, 0},
-		"never written by this process: write":    {rolling, moved, time.Time{}, t0, true, 0},
-		"progress only, just written: held back":  {rolling, moved, t0, t0.Add(5 * time.Second), false, progressEvery - 5*time.Second},
-		"progress only, long since: write":        {rolling, moved, t0, t0.Add(progressEvery), true, 0},
-		"Ready flips: at once":                    {rolling, ready, t0, t0.Add(time.Second), true, 0},
-		"a new generation: at once":               {rolling, newGen, t0, t0.Add(time.Second), true, 0},
-		"first status of a CR: at once":           {drive.Status{}, rolling, t0, t0.Add(time.Second), true, 0},
-		"phase only (first replicas up): later":   {rolling, withPhase(rolling, "Degraded"), t0, t0.Add(time.Second), false, progressEvery - time.Second},
-		"restart count only, just written: later": {withRestarts(rolling, 3), withRestarts(rolling, 4), t0, t0.Add(time.Second), false, progressEvery - time.Second},
+		"unchanged: nothing":                      {rolling, rolling, t0, t0, t0.Add(time.Hour), false, 0},
+		"never written by this process: write":    {rolling, moved, never, t0, t0, true, 0},
+		"progress only, just written: held back":  {rolling, moved, t0, t0, t0.Add(5 * time.Second), false, progressEvery - 5*time.Second},
+		"progress only, long since: write":        {rolling, moved, t0, t0, t0.Add(progressEvery), true, 0},
+		"Ready flips: at once":                    {rolling, ready, t0, t0, t0.Add(time.Second), true, 0},
+		"a new generation: at once":               {rolling, newGen, t0, t0, t0.Add(time.Second), true, 0},
+		"phase only (first replicas up): later":   {rolling, withPhase(rolling, "Degraded"), t0, t0, t0.Add(time.Second), false, progressEvery - time.Second},
+		"restart count only, just written: later": {withRestarts(rolling, 3), withRestarts(rolling, 4), t0, t0, t0.Add(time.Second), false, progressEvery - time.Second},
+		// a new CR: one status write on the way to Ready when it is Ready within firstLook
+		"first look, on its way: held back":          {drive.Status{}, rolling, never, t0, t0.Add(time.Second), false, firstLook - time.Second},
+		"first look, on its way, firstLook on: write": {drive.Status{}, rolling, never, t0, t0.Add(firstLook), true, 0},
+		"first look, Ready at once: write":            {drive.Status{}, ready, never, t0, t0.Add(time.Second), true, 0},
+		"first look, Stalled: at once":                {drive.Status{}, stalled, never, t0, t0.Add(time.Second), true, 0},
+		"first look, apply failed: at once":           {drive.Status{}, failed, never, t0, t0.Add(time.Second), true, 0},
+		"first look, not seen before: at once":        {drive.Status{}, rolling, never, never, t0, true, 0},
+		"first look after a restart (status kept)":    {rolling, moved, never, t0, t0.Add(time.Second), true, 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			write, wait := statusDue(tc.previous, tc.next, tc.lastWrite, tc.now)
+			write, wait := statusDue(tc.previous, tc.next, tc.lastWrite, tc.firstSeen, tc.now)
 			if write != tc.write || wait != tc.wait {
 				t.Errorf("statusDue = %v, %s; want %v, %s", write, wait, tc.write, tc.wait)
 			}

@@ -211,16 +211,11 @@ func (r *KindReconciler) upgradeStep(ctx context.Context, cr kinds.Object, desir
 		return step, nil
 	}
 	desiredImage := upgrade.DeploymentImage(dep)
-	// The live Deployment, from the Owns cache (unstructured, as the controller watches it).
+	// The live Deployment, from the Owns cache (typed: TypedChildren keeps Deployments so).
 	live := &appsv1.Deployment{}
 	running, healthy := "", false
-	liveU := &unstructured.Unstructured{}
-	liveU.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(dep), liveU); {
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(dep), live); {
 	case err == nil:
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(liveU.Object, live); err != nil {
-			return nil, fmt.Errorf("decode deployment %s: %w", klog.KObj(dep), err)
-		}
 		running, healthy = upgrade.DeploymentImage(live), upgrade.DeploymentHealthy(live)
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read deployment %s: %w", klog.KObj(dep), err)

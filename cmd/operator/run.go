@@ -259,9 +259,11 @@ func run(o *runOptions) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		// children are watched (Owns) as unstructured objects: read them from those caches
+		// children are watched (Owns) as unstructured objects: read them from those caches,
+		// which keep the built-in kinds typed (reconcile.TypedChildren)
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache:                         shardCache,
+		NewCache:                      reconcile.TypedChildren(kinds.Builtin(), o.APIGroup),
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        "0", // probes are served below, alone on their listener; the webhook has its own
 		PprofBindAddress:              o.PprofAddr,
