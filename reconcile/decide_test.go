@@ -218,7 +218,7 @@ func TestStatusDue(t *testing.T) {
 		"phase only (first replicas up): later":   {rolling, withPhase(rolling, "Degraded"), t0, t0, t0.Add(time.Second), false, progressEvery - time.Second},
 		"restart count only, just written: later": {withRestarts(rolling, 3), withRestarts(rolling, 4), t0, t0, t0.Add(time.Second), false, progressEvery - time.Second},
 		// a new CR: one status write on the way to Ready when it is Ready within firstLook
-		"first look, on its way: held back":          {drive.Status{}, rolling, never, t0, t0.Add(time.Second), false, firstLook - time.Second},
+		"first look, on its way: held back":           {drive.Status{}, rolling, never, t0, t0.Add(time.Second), false, firstLook - time.Second},
 		"first look, on its way, firstLook on: write": {drive.Status{}, rolling, never, t0, t0.Add(firstLook), true, 0},
 		"first look, Ready at once: write":            {drive.Status{}, ready, never, t0, t0.Add(time.Second), true, 0},
 		"first look, Stalled: at once":                {drive.Status{}, stalled, never, t0, t0.Add(time.Second), true, 0},

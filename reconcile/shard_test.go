@@ -56,7 +56,7 @@ func startShard(t *testing.T, cfg *rest.Config, shard reconcile.Shard) (string, 
 	log := zap.New(zap.WriteTo(logs), zap.JSONEncoder(), zap.Level(zapcore.DebugLevel))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}, Cache: cacheOpts,
-		NewCache: reconcile.TypedChildren(kinds.Builtin(), group),
+		NewCache:       reconcile.TypedChildren(kinds.Builtin(), group),
 		LeaderElection: true, LeaderElectionID: lease, LeaderElectionNamespace: shardLeases, LeaderElectionReleaseOnCancel: true,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, Logger: log})
 	if err != nil {
