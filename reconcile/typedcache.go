@@ -154,5 +154,28 @@ func intoUnstructured(t runtime.Object, u *unstructured.Unstructured, gvk schema
 	}
 	u.Object = m
 	u.SetGroupVersionKind(gvk)
+	embeddedKinds(u.Object, gvk.GroupKind())
 	return nil
+}
+
+// embeddedKinds sets in obj, the unstructured form of a typed object of kind gk, the kind of
+// each embedded object the apiserver's JSON names and its protobuf cannot: a StatefulSet's
+// volume claim templates are PersistentVolumeClaims with apiVersion and kind in JSON, but an
+// embedded object's TypeMeta has no protobuf field, so a StatefulSet from a protobuf watch
+// has neither. Read without them, every StatefulSet with a claim template differed from the
+// dry-run of its own apply (ssa compares them as JSON): each reconcile after a restart
+// applied it again, changing nothing but logging "Updated child".
+func embeddedKinds(obj map[string]any, gk schema.GroupKind) {
+	if gk != (schema.GroupKind{Group: "apps", Kind: "StatefulSet"}) {
+		return
+	}
+	templates, _, _ := unstructured.NestedSlice(obj, "spec", "volumeClaimTemplates")
+	for _, t := range templates {
+		if m, ok := t.(map[string]any); ok {
+			m["apiVersion"], m["kind"] = "v1", "PersistentVolumeClaim"
+		}
+	}
+	if len(templates) > 0 {
+		_ = unstructured.SetNestedSlice(obj, templates, "spec", "volumeClaimTemplates")
+	}
 }

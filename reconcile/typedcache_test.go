@@ -95,6 +95,19 @@ metadata: {name: web, namespace: typed-children}
 spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web, namespace: typed-children}
+spec:
+  serviceName: web
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: registry.example/db:1.0.0}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], storageClassName: standard, resources: {requests: {storage: 1Gi}}}
 `)
 	objs = append(objs, serviceCR("web", false, nil))
 	objs[len(objs)-1].SetNamespace(ns)
@@ -167,7 +180,7 @@ spec:
 		t.Fatal("cache did not sync")
 	}
 
-	for _, gvk := range []schema.GroupVersionKind{depGVK, {Version: "v1", Kind: "Service"}, crGVK} {
+	for _, gvk := range []schema.GroupVersionKind{depGVK, {Version: "v1", Kind: "Service"}, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), crGVK} {
 		got, want := unstructuredOf(gvk), unstructuredOf(gvk)
 		key := client.ObjectKey{Namespace: ns, Name: "web"}
 		if err := c.Get(ctx, key, got); err != nil {
