@@ -120,12 +120,13 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 				}
 				indexed[child] = true
 			}
-			b = b.Owns(u)
+			// Owns, with the child's wake-up ahead of new work (priorityProgress)
+			b = b.Watches(u, ahead(handler.EnqueueRequestForOwner(mgr.GetScheme(), mapper, e.New(), handler.OnlyControllerOwner()), priorityProgress))
 		}
 		if o.upgrades && e.ServiceSpec != nil {
 			// The upgrade machine decides from the candidate's pods and the pre-flight pod:
 			// their status changes wake the CR while its upgrade is in flight (upgradePod).
-			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.upgradePod), builder.WithPredicates(podHealthMoved))
+			b = b.Watches(&corev1.Pod{}, ahead(handler.EnqueueRequestsFromMapFunc(r.upgradePod), priorityProgress), builder.WithPredicates(podHealthMoved))
 		}
 		for _, in := range e.Inputs {
 			if !served(in) {
