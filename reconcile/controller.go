@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
@@ -65,6 +67,11 @@ type memory struct {
 	// upgrading is set while the CR's upgrade is Preflighting or Rolling: the pod watch
 	// (upgradePod) wakes it then, and only then. Read by the watch's handler, hence atomic.
 	upgrading atomic.Bool
+	// echo is the resourceVersion our last status write returned, while nothing waits for
+	// that write to come back through the watch ("" otherwise): the CR's update event of
+	// that resourceVersion is our own write, and wakes nothing (ownEcho). Read by the
+	// watch's predicate, hence atomic.
+	echo atomic.Pointer[string]
 }
 
 // memories holds the memory of every CR; one reconcile at a time touches a CR's entry
@@ -97,6 +104,32 @@ func (ms *memories) upgrading(key types.NamespacedName) bool {
 	m := ms.m[key]
 	ms.mu.Unlock()
 	return m != nil && m.upgrading.Load()
+}
+
+// echoed tells whether the CR at key, at resourceVersion rv, is our own last status write
+// coming back (memory.echo).
+func (ms *memories) echoed(key types.NamespacedName, rv string) bool {
+	ms.mu.Lock()
+	m := ms.m[key]
+	ms.mu.Unlock()
+	if m == nil || rv == "" {
+		return false
+	}
+	echo := m.echo.Load()
+	return echo != nil && *echo == rv
+}
+
+// ownEcho reports a CR update that is our own last status write coming back through the
+// watch (memories.echoed) and nothing else: the generation, labels and annotations as they
+// were, the CR not being deleted. Each status write woke its CR once more only to find the
+// status it had just written (1.56 reconciles per CR at 5 000 Service CRs).
+func (r *KindReconciler) ownEcho(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	if o == nil || n == nil || !r.memory.echoed(client.ObjectKeyFromObject(n), n.GetResourceVersion()) {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetDeletionTimestamp() == nil &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations())
 }
 
 func (ms *memories) forget(key types.NamespacedName) {
@@ -161,6 +194,7 @@ func (r *KindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		// The cache still shows the CR from before our last status write: deciding from it
 		// would replay an older state (the upgrade machine would re-apply an image it has
 		// since rolled back). Our write's watch event brings the next reconcile.
+		mem.echo.Store(nil)
 		logr.FromContextOrDiscard(ctx).V(1).Info("CR read from before our last status write, waiting for the cache", "resourceVersion", cr.GetResourceVersion(), "requeueAfter", lag.String())
 		return ctrl.Result{RequeueAfter: lag}, nil
 	}
@@ -201,7 +235,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.mem.seenAt, s.obs.Now.Time)
 	// A step of the upgrade machine is its state: written at once, never held back.
 	if write || (s.upgrade != nil && s.upgrade.changed) {
-		written, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
+		written, rv, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
 		if werr != nil {
 			if apply.ClassOf(werr) == condition.Transient {
 				log.Info("Status write failed, retrying with backoff", "error", werr.Error())
@@ -211,6 +245,13 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 		}
 		if written {
 			s.mem.statusAt, s.mem.statusFrom = s.obs.Now.Time, s.cr.GetResourceVersion()
+			// A step of the upgrade machine is decided again from the CR it wrote: its echo
+			// is the next step's wake-up. Any other write's echo would only confirm it.
+			if s.upgrade == nil || !s.upgrade.changed {
+				s.mem.echo.Store(&rv)
+			} else {
+				s.mem.echo.Store(nil)
+			}
 		}
 		wait = 0
 	}

@@ -19,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/openuniverse/operator/kinds"
 	"github.com/openuniverse/operator/reconcile/apply"
@@ -104,7 +106,8 @@ func SetupKinds(mgr ctrl.Manager, reg kinds.Registry, group string, log logr.Log
 		}
 		b := ctrl.NewControllerManagedBy(mgr).
 			Named(strings.ToLower(strings.ReplaceAll(ref.String(), "/", "-"))).
-			For(e.New()).
+			// our own status writes coming back wake nothing (ownEcho)
+			For(e.New(), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !r.ownEcho(e) }})).
 			WithOptions(controller.Options{MaxConcurrentReconciles: o.workers()})
 		for _, child := range e.OwnedGVKs(group) {
 			if !served(child) {
