@@ -158,7 +158,10 @@ type scope struct {
 	// returned them (fresher than the cache); wake what the phases found for next.
 	mem     *memory
 	applied map[apply.ObjRef]*unstructured.Unstructured
-	wake    Wake
+	// live holds the children as the cache showed them to this reconcile (nil: absent), read
+	// once (child).
+	live map[apply.ObjRef]*unstructured.Unstructured
+	wake Wake
 }
 
 // phase is one step of a reconcile. An error is an infrastructure failure (reading the
@@ -342,14 +345,11 @@ func (r *KindReconciler) apply(ctx context.Context, s *scope) error {
 		j := job{i: i, digest: apply.Digest(d), rec: s.mem.children[ref]}
 		watched := r.watches(d.GroupVersionKind())
 		if watched {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(d.GroupVersionKind())
-			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), live); {
-			case err == nil:
-				j.live = live
-			case !apierrors.IsNotFound(err):
-				return fmt.Errorf("read %s: %w", ref, err)
+			live, err := r.child(ctx, s, d)
+			if err != nil {
+				return err
 			}
+			j.live = live
 		}
 		fp := apply.Fingerprint(j.live, r.Applier.Manager)
 		if j.rec != nil && fp == j.rec.After {
@@ -433,7 +433,7 @@ func (r *KindReconciler) prune(ctx context.Context, s *scope) error {
 	for _, gvk := range r.Owned {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace()), client.MatchingFields{indexController: string(s.cr.GetUID())}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.cr.GetNamespace()), client.MatchingFields{indexController: string(s.cr.GetUID())}, MetadataOnly{}); err != nil {
 			return fmt.Errorf("list %s in %s: %w", gvk.Kind, s.cr.GetNamespace(), err)
 		}
 		s.takeover.leftover = append(s.takeover.leftover, children.Leftovers(s.desired, list.Items, s.cr.GetUID(), kinds.ManagerKinds)...)
@@ -461,15 +461,14 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 	for _, d := range s.desired {
 		live := s.applied[apply.RefOf(d)] // what our apply just returned: the cache may not show it yet
 		if live == nil {
-			live = &unstructured.Unstructured{}
-			live.SetGroupVersionKind(d.GroupVersionKind())
-		}
-		if err := r.getUnlessApplied(ctx, s, d, live); err != nil {
-			if apierrors.IsNotFound(err) { // the cache has not seen our apply yet
-				s.obs.Children = append(s.obs.Children, drive.Child{Ref: apply.RefOf(d).String(), Status: kstatus.InProgressStatus, Message: "not observed yet"})
-				continue
+			var err error
+			if live, err = r.child(ctx, s, d); err != nil {
+				return err
 			}
-			return fmt.Errorf("read %s: %w", apply.RefOf(d), err)
+		}
+		if live == nil { // the cache has not seen our apply yet
+			s.obs.Children = append(s.obs.Children, drive.Child{Ref: apply.RefOf(d).String(), Status: kstatus.InProgressStatus, Message: "not observed yet"})
+			continue
 		}
 		res, err := kstatus.Compute(live)
 		if err != nil {
@@ -485,12 +484,28 @@ func (r *KindReconciler) observe(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// getUnlessApplied reads child d from the cache into live, unless this reconcile applied it.
-func (r *KindReconciler) getUnlessApplied(ctx context.Context, s *scope, d, live *unstructured.Unstructured) error {
-	if s.applied[apply.RefOf(d)] != nil {
-		return nil
+// child returns child d as the cache shows it, nil when the cache has none. A reconcile reads
+// each child once (keep, apply and observe share it, s.live): a child of a built-in kind is
+// converted from the typed cache on every read, which was four conversions of each child per
+// reconcile.
+func (r *KindReconciler) child(ctx context.Context, s *scope, d *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ref := apply.RefOf(d)
+	if live, ok := s.live[ref]; ok {
+		return live, nil
 	}
-	return r.Client.Get(ctx, client.ObjectKeyFromObject(d), live)
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(d.GroupVersionKind())
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	}
+	if s.live == nil {
+		s.live = map[apply.ObjRef]*unstructured.Unstructured{}
+	}
+	s.live[ref] = live
+	return live, nil
 }
 
 func (r *KindReconciler) observeWorkload(ctx context.Context, live *unstructured.Unstructured, obs *drive.Observation) error {

@@ -9,11 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openuniverse/operator/drive"
 	"github.com/openuniverse/operator/kinds"
@@ -48,16 +46,13 @@ func (r *KindReconciler) keep(ctx context.Context, s *scope) error {
 		if len(children.ImmutableFields[gvk.GroupKind()]) == 0 || !slices.Contains(r.Owned, gvk) {
 			continue // only kinds the controller watches are read (from their informers)
 		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(d), u)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("read %s: %w", apply.RefOf(d), err)
+		u, err := r.child(ctx, s, d)
+		if err != nil {
+			return err
 		}
-		live[children.Unversioned(apply.RefOf(d))] = u
+		if u != nil {
+			live[children.Unversioned(apply.RefOf(d))] = u
+		}
 	}
 	s.desired, s.takeover.kept = children.KeepImmutable(s.desired, live)
 	s.takeover.keptKnown = true

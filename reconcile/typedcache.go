@@ -3,9 +3,11 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -115,14 +117,42 @@ func (c *typedCache) List(ctx context.Context, list client.ObjectList, opts ...c
 	}
 	ul.SetResourceVersion(typedList.GetResourceVersion())
 	ul.Items = make([]unstructured.Unstructured, 0, meta.LenList(typedList))
+	into := intoUnstructured
+	if slices.ContainsFunc(opts, func(o client.ListOption) bool { _, ok := o.(MetadataOnly); return ok }) {
+		into = metadataInto
+	}
 	return meta.EachListItem(typedList, func(o runtime.Object) error {
 		var u unstructured.Unstructured
-		if err := intoUnstructured(o, &u, item); err != nil {
+		if err := into(o, &u, item); err != nil {
 			return err
 		}
 		ul.Items = append(ul.Items, u)
 		return nil
 	})
+}
+
+// MetadataOnly is a List option for a cache of TypedChildren: items of a typed kind come
+// back with their apiVersion, kind and metadata only, not converted whole. For a reader
+// that needs no more (prune and the leftover check: who controls a child, who applied it),
+// on every reconcile. Any other cache ignores it, and lists whole objects.
+type MetadataOnly struct{}
+
+// ApplyToList implements client.ListOption: it sets nothing.
+func (MetadataOnly) ApplyToList(*client.ListOptions) {}
+
+// metadataInto sets u to the apiVersion, kind and metadata of typed object t, of kind gvk.
+func metadataInto(t runtime.Object, u *unstructured.Unstructured, gvk schema.GroupVersionKind) error {
+	a, ok := t.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return intoUnstructured(t, u, gvk)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a.GetObjectMeta())
+	if err != nil {
+		return fmt.Errorf("convert the metadata of %s from the typed cache: %w", gvk.Kind, err)
+	}
+	u.Object = map[string]any{"metadata": m}
+	u.SetGroupVersionKind(gvk)
+	return nil
 }
 
 func (c *typedCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {

@@ -213,6 +213,19 @@ spec:
 	if !equality.Semantic.DeepEqual(list.Items[0].Object, want.Object) {
 		t.Errorf("listed Deployment differs from the apiserver's JSON:\ncache: %v\napiserver: %v", list.Items[0].Object, want.Object)
 	}
+	// MetadataOnly: the same item, its metadata only (what prune reads on every reconcile)
+	metaList := &unstructured.UnstructuredList{}
+	metaList.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+	if err := c.List(ctx, metaList, client.InNamespace(ns), client.MatchingFields{"test.app": "other"}, reconcile.MetadataOnly{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(metaList.Items) != 1 {
+		t.Fatalf("metadata-only list: %d items, want 1", len(metaList.Items))
+	}
+	wantMeta := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": want.Object["metadata"]}
+	if !equality.Semantic.DeepEqual(metaList.Items[0].Object, wantMeta) {
+		t.Errorf("metadata-only Deployment differs from the apiserver's metadata:\ncache: %v\napiserver: %v", metaList.Items[0].Object, wantMeta)
+	}
 	mu.Lock()
 	if len(handed) != 2 {
 		t.Errorf("handler saw %v, want both Deployments", handed)
