@@ -277,7 +277,9 @@ func TestReadsComeFromTheCache(t *testing.T) {
 	}
 	var seq []string
 	keepalives := 0
-	timeout := time.After(20 * time.Second)
+	// a generous bound: a fresh-clone CI run, compiling beside it, took 48 s to serve the tree
+	// above, and once 20 s went by here without the Deployment's watch event
+	timeout := time.After(time.Minute)
 	for done := false; !done; {
 		select {
 		case line, ok := <-lines:
