@@ -164,7 +164,7 @@ func preflightObjects(ctx context.Context, t *testing.T, c client.Client, name s
 // snapshot and clone are really created and then collected.
 func TestUpgradeMachine(t *testing.T) {
 	cfg, _ := testbed.FullCluster(t)
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,8 +429,6 @@ func watchPreflight(ctx context.Context, c client.Client, n upgrade.Names) (stop
 			}
 			pvc := &corev1.PersistentVolumeClaim{}
 			pvcErr := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Clone}, pvc)
-			p := &corev1.Pod{}
-			podErr := c.Get(ctx, client.ObjectKey{Namespace: upNS, Name: n.Pod}, p)
 			mu.Lock()
 			if snapErr == nil {
 				seen.snapSource, _, _ = unstructured.NestedString(snap.Object, "spec", "source", "persistentVolumeClaimName")
@@ -442,17 +440,48 @@ func watchPreflight(ctx context.Context, c client.Client, n upgrade.Names) (stop
 			if dir != "" && seen.cloneDir == "" && pvcErr == nil {
 				seen.cloneDir, seen.cloneMarker, seen.cloneVolume = dir, string(marker), pvc.Spec.VolumeName
 			}
-			if podErr == nil {
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	// The candidate pod is watched, not sampled: the machine deletes it once it is Ready,
+	// and a loaded machine's sampling once missed the moment it ran.
+	podDone := make(chan struct{})
+	go func() {
+		defer close(podDone)
+		wc, ok := c.(client.WithWatch)
+		if !ok {
+			return
+		}
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(upNS), client.MatchingFields{"metadata.name": n.Pod})
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					continue
+				}
+				mu.Lock()
 				for _, v := range p.Spec.Volumes {
 					if v.PersistentVolumeClaim != nil && !slices.Contains(seen.podClaims, v.PersistentVolumeClaim.ClaimName) {
 						seen.podClaims = append(seen.podClaims, v.PersistentVolumeClaim.ClaimName)
 					}
 				}
 				seen.podRunning = seen.podRunning || p.Status.Phase == corev1.PodRunning
+				mu.Unlock()
 			}
-			mu.Unlock()
-			time.Sleep(50 * time.Millisecond)
+			w.Stop()
 		}
 	}()
-	return func() preflightSeen { cancel(); <-done; mu.Lock(); defer mu.Unlock(); return seen }
+	return func() preflightSeen {
+		cancel()
+		<-done
+		<-podDone
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
 }
