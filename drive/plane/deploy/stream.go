@@ -138,7 +138,7 @@ func (h *hub) register(ctx context.Context, informers crcache.Informers) error {
 	// a Namespace's org label moves its applications between orgs
 	objs = append(objs, &corev1.Pod{}, &appsv1.ReplicaSet{}, &corev1.Namespace{})
 	for _, o := range objs {
-		inf, err := informers.GetInformer(ctx, o)
+		inf, err := informers.GetInformer(ctx, o, crcache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", o, err)
 		}
@@ -311,7 +311,12 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 				return nil
 			}
 		}
-		v, err := fields.apply(map[string]any{"result": ApplicationWatchEvent{Type: ev.Type, Application: ev.App}})
+		k := appKey(ev.App)
+		typ := ev.Type
+		if typ == EventAdded && lastSent[k] != nil { // new to the hub, not to this stream
+			typ = EventModified
+		}
+		v, err := fields.apply(map[string]any{"result": ApplicationWatchEvent{Type: typ, Application: ev.App}})
 		if err != nil {
 			return err
 		}
@@ -319,7 +324,6 @@ func (s *Server) streamApplications(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		k := appKey(ev.App)
 		if bytes.Equal(lastSent[k], b) {
 			return nil
 		}
