@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -38,14 +39,24 @@ func TestStatusWrite(t *testing.T) {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: svc}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e := kinds.Builtin()[kinds.Ref{Placement: kinds.PlacementCanonical, Kind: "Service"}]
 	gvk := e.GroupVersionKind(group)
+	// The CRD is established, but the apiserver's discovery may not list its group yet (a
+	// loaded CI run once answered "unable to retrieve the complete list of server APIs"):
+	// wait until a client maps the kind.
+	var c client.Client
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		var err error
+		if c, err = client.New(cfg, client.Options{}); err != nil {
+			return false, nil
+		}
+		_, err = c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("%s never mapped: %v", gvk, err)
+	}
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(gvk)
 	cr.SetNamespace("default")
