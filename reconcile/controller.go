@@ -68,7 +68,7 @@ type memory struct {
 	// (upgradePod) wakes it then, and only then. Read by the watch's handler, hence atomic.
 	upgrading atomic.Bool
 	// echo is the resourceVersion our last status write returned, while nothing waits for
-	// that write to come back through the watch ("" otherwise): the CR's update event of
+	// that write to come back through the watch (nil otherwise): the CR's update event of
 	// that resourceVersion is our own write, and wakes nothing (ownEcho). Read by the
 	// watch's predicate, hence atomic.
 	echo atomic.Pointer[string]
@@ -238,7 +238,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 	write, wait := statusDue(s.previous, status, s.mem.statusAt, s.mem.seenAt, s.obs.Now.Time)
 	// A step of the upgrade machine is its state: written at once, never held back.
 	if write || (s.upgrade != nil && s.upgrade.changed) {
-		written, rv, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
+		rv, werr := r.writeStatus(ctx, s.cr, s.previous, status, s.upgrade)
 		if werr != nil {
 			if apply.ClassOf(werr) == condition.Transient {
 				log.Info("Status write failed, retrying with backoff", "error", werr.Error())
@@ -246,7 +246,7 @@ func (r *KindReconciler) finish(ctx context.Context, s *scope, err error) (ctrl.
 			}
 			return ctrl.Result{}, apply.TerminalError(werr)
 		}
-		if written {
+		if rv != "" {
 			s.mem.statusAt, s.mem.statusFrom = s.obs.Now.Time, s.cr.GetResourceVersion()
 			// A step of the upgrade machine is decided again from the CR it wrote: its echo
 			// is the next step's wake-up. Any other write's echo would only confirm it.

@@ -99,15 +99,15 @@ func statusPatch(gvk metav1.GroupVersionKind, cr metav1.Object, st drive.Status,
 // writeStatus applies the status subresource once, under ManagerStatus, only when the
 // summary changed; an event marks a change of the Ready condition. A conflict means the CR
 // changed since it was read: that change brings the next reconcile, so it is not an error.
-// It returns whether it wrote, and the CR's resourceVersion after the write.
-func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status, up *upgradeStep) (written bool, rv string, err error) {
+// It returns the CR's resourceVersion after the write, "" when it wrote nothing.
+func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previous, next drive.Status, up *upgradeStep) (rv string, err error) {
 	now := metav1.Now()
 	if r.Now != nil {
 		now = metav1.NewTime(r.Now())
 	}
 	next, own := kindStatus(r.Entry, cr, previous, next, now)
 	if drive.Equal(previous, next) && (up == nil || !up.changed) {
-		return false, "", nil
+		return "", nil
 	}
 	var state *upgradeState
 	switch {
@@ -116,14 +116,14 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	case r.Entry.ServiceSpec != nil:
 		s, err := readUpgradeState(cr)
 		if err != nil {
-			return false, "", apply.TerminalError(err)
+			return "", apply.TerminalError(err)
 		}
 		state = &s
 	}
 	gvk := r.Entry.GroupVersionKind(r.Context.APIGroup)
 	patch, perr := statusPatch(metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}, cr, next, state)
 	if perr != nil {
-		return false, "", apply.TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), perr))
+		return "", apply.TerminalError(fmt.Errorf("encode status of %s: %w", klog.KObj(cr), perr))
 	}
 	if status, ok := patch.Object["status"].(map[string]any); ok {
 		for k, v := range own {
@@ -135,12 +135,12 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(kinds.ManagerStatus), client.ForceOwnership)
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, "", nil // deleted meanwhile
+		return "", nil // deleted meanwhile
 	case apierrors.IsConflict(err):
 		logr.FromContextOrDiscard(ctx).V(1).Info("Status not written, the CR changed since it was read; its change reconciles again", "resourceVersion", cr.GetResourceVersion())
-		return false, "", nil
+		return "", nil
 	case err != nil:
-		return false, "", fmt.Errorf("write status of %s: %w", klog.KObj(cr), err)
+		return "", fmt.Errorf("write status of %s: %w", klog.KObj(cr), err)
 	}
 	before := meta.FindStatusCondition(previous.Conditions, drive.ConditionReady)
 	after := meta.FindStatusCondition(next.Conditions, drive.ConditionReady)
@@ -156,7 +156,7 @@ func (r *KindReconciler) writeStatus(ctx context.Context, cr kinds.Object, previ
 			r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, w.Reason, apply.ActionReconcile, "%s", w.Message)
 		}
 	}
-	return true, patch.GetResourceVersion(), nil
+	return patch.GetResourceVersion(), nil
 }
 
 // readyEvent reports whether a change of the Ready condition from before to after is an

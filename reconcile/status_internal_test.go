@@ -76,8 +76,8 @@ func TestStatusWrite(t *testing.T) {
 			{Type: drive.ConditionReady, Status: metav1.ConditionFalse, Reason: drive.ReasonNotReady, Message: "m", ObservedGeneration: 1, LastTransitionTime: now},
 			{Type: drive.ConditionReconciling, Status: metav1.ConditionTrue, Reason: drive.ReasonNotReady, Message: "m", ObservedGeneration: 1, LastTransitionTime: now},
 		}}
-	if written, _, err := r.writeStatus(ctx, cr, drive.Status{}, crashing, nil); err != nil || !written {
-		t.Fatalf("writeStatus = %v, %v, want written", written, err)
+	if rv, err := r.writeStatus(ctx, cr, drive.Status{}, crashing, nil); err != nil || rv == "" {
+		t.Fatalf("writeStatus = %q, %v, want written", rv, err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 		t.Fatal(err)
@@ -106,8 +106,8 @@ func TestStatusWrite(t *testing.T) {
 		if !apierrors.IsConflict(err) {
 			t.Fatalf("apply at the creation resourceVersion: %v, want a conflict", err)
 		}
-		if written, _, err := r.writeStatus(ctx, stale, drive.Status{}, crashing, nil); err != nil || written {
-			t.Errorf("writeStatus on a conflict = %v, %v, want not written and nil (the change reconciles again)", written, err)
+		if rv, err := r.writeStatus(ctx, stale, drive.Status{}, crashing, nil); err != nil || rv != "" {
+			t.Errorf("writeStatus on a conflict = %q, %v, want not written and nil (the change reconciles again)", rv, err)
 		}
 	})
 
@@ -117,8 +117,8 @@ func TestStatusWrite(t *testing.T) {
 		}
 		ready := drive.Status{Phase: v1.PhaseRunning, ObservedGeneration: 1, Message: "1/1 replicas ready", ReadyReplicas: 1,
 			Conditions: []metav1.Condition{{Type: drive.ConditionReady, Status: metav1.ConditionTrue, Reason: drive.ReasonAvailable, Message: "1/1 replicas ready", ObservedGeneration: 1, LastTransitionTime: now}}}
-		if written, _, err := r.writeStatus(ctx, cr, crashing, ready, nil); err != nil || !written {
-			t.Fatalf("writeStatus = %v, %v, want written", written, err)
+		if rv, err := r.writeStatus(ctx, cr, crashing, ready, nil); err != nil || rv == "" {
+			t.Fatalf("writeStatus = %q, %v, want written", rv, err)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 			t.Fatal(err)
