@@ -86,6 +86,11 @@ func startDeployPlane(t *testing.T, args ...string) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); pw.Close(); close(done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// a failed test gets the plane's goroutines in its log (the Go runtime prints
+			// them on SIGQUIT and exits)
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:

@@ -469,10 +469,16 @@ function yaml(v, ind) {
 
 // ---- history, rollback and sync ----
 
+// renderHistory draws the History tab. Every stream update of the application calls it; the
+// rows are kept when nothing in them changed, so a Rollback button is not replaced under a
+// click in progress (a press on one button and a release on its replacement clicks nothing).
 function renderHistory() {
   const a = current();
   const body = document.querySelector('#history tbody');
   const rows = [...((a.status && a.status.history) || [])].reverse();
+  const drawn = JSON.stringify([a.metadata.namespace, a.metadata.name, state.admin, rows]);
+  if (body.dataset.drawn === drawn) return;
+  body.dataset.drawn = drawn;
   const top = rows.length ? rows[0].id : -1;
   body.replaceChildren(...rows.map((h) => el('tr', { 'data-id': h.id },
     el('td', {}, String(h.id)), el('td', { class: 'rev' }, h.revision),
@@ -489,7 +495,10 @@ function confirmDialog(title, text, okLabel) {
     $('confirm-text').textContent = text;
     $('confirm-ok').textContent = okLabel;
     d.returnValue = 'cancel';
-    d.onclose = () => resolve(d.returnValue === 'ok');
+    // close() queues the close event rather than firing it (Chromium with the next frame):
+    // the close of an earlier opening can arrive after this one opened. A close event while
+    // the dialog is open is that stale one, not this opening's answer.
+    d.onclose = () => { if (!d.open) resolve(d.returnValue === 'ok'); };
     d.showModal();
     $('confirm-cancel').focus();
   });
