@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,21 @@ func kindRegistry(reg kinds.Registry, running []string) kinds.Registry {
 		out[ref] = e
 	}
 	return out
+}
+
+// awaitsStatus is the git sweeps' Options.AwaitsStatus when the Kind controllers run: the
+// Kinds of reg whose controllers SetupKinds starts (neither another operator's nor a
+// loop's), each writing status.observedGeneration in its first status. kstatus alone reads
+// a CR without status as Current, so a new CR counted as healthy, in the sweep's health,
+// commit statuses and dependsOn, before its controller had even looked at it.
+func awaitsStatus(reg kinds.Registry, group string) func(schema.GroupKind) bool {
+	ours := map[schema.GroupKind]bool{}
+	for _, e := range reg {
+		if e.External == "" && e.Loop == "" {
+			ours[e.GroupVersionKind(group).GroupKind()] = true
+		}
+	}
+	return func(gk schema.GroupKind) bool { return ours[gk] }
 }
 
 func contains(s []string, v string) bool {

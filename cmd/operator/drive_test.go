@@ -319,3 +319,27 @@ func TestKindRegistryLeavesAgentsToTheirLoop(t *testing.T) {
 		t.Error("an unknown loop was accepted")
 	}
 }
+
+func TestAwaitsStatusIsTheKindControllers(t *testing.T) {
+	awaits := awaitsStatus(kindRegistry(kinds.Builtin(), []string{loopKinds, loopGitOps}), testGroup)
+	for _, tc := range []struct {
+		gk   schema.GroupKind
+		want bool
+	}{
+		{schema.GroupKind{Group: testGroup, Kind: "Service"}, true},
+		{schema.GroupKind{Group: testGroup, Kind: "App"}, true},
+		{schema.GroupKind{Group: testGroup, Kind: "AgentDeployment"}, false}, // the agents loop's (Entry.Loop)
+		{schema.GroupKind{Group: testGroup, Kind: "GitSync"}, false},         // the git sweep's own (External)
+		{schema.GroupKind{Group: testGroup, Kind: "Cluster"}, false},         // the fleet's (External)
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, false},
+	} {
+		if got := awaits(tc.gk); got != tc.want {
+			t.Errorf("awaitsStatus(%s) = %t, want %t", tc.gk, got, tc.want)
+		}
+	}
+	// the group chosen at install, not another
+	lux := awaitsStatus(kindRegistry(kinds.Builtin(), []string{loopKinds}), "lux.cloud")
+	if !lux(schema.GroupKind{Group: "lux.cloud", Kind: "Service"}) || lux(schema.GroupKind{Group: "hanzo.ai", Kind: "Service"}) {
+		t.Error("awaitsStatus ignores the install's API group")
+	}
+}

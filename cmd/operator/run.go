@@ -299,6 +299,11 @@ func run(o *runOptions) error {
 		gw = &gitWrite{}
 		kindOpts = append(kindOpts, reconcile.WithGitWriter(gw))
 	}
+	if slices.Contains(o.Controllers, "kinds") {
+		// the sweeps (this cluster's and the fleet's) hold a CR of ours InProgress until its
+		// Kind controller's first status
+		o.GitOps.AwaitsStatus = awaitsStatus(kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup)
+	}
 	clusters := runFleet(mgr, o) // the one fleet: its sweeps, its Kind controllers and the cluster plane reach through it
 	if slices.Contains(o.Controllers, "kinds") {
 		if err := reconcile.SetupKinds(mgr, kindRegistry(kinds.Builtin(), o.Controllers), o.APIGroup, ctrl.Log.WithName("kinds"), kindOpts...); err != nil {

@@ -35,14 +35,24 @@ var statuslessKinds = map[schema.GroupKind]bool{
 // Statusless reports whether a kind's health is read from its metadata alone.
 func Statusless(gk schema.GroupKind) bool { return statuslessKinds[gk] }
 
-// HealthOf is kstatus.Compute on u, or Unknown with the error. It is pure.
-func HealthOf(u *unstructured.Unstructured) Health {
+// HealthOf is kstatus.Compute on u, or Unknown with the error. awaited says a controller of
+// this operator writes u's status (Options.AwaitsStatus): kstatus reads an object without
+// status as Current, but a CR of ours without status.observedGeneration has not had its
+// first status yet (a Kind controller holds a new CR's "on its way" back for its first
+// look), so it is InProgress until then. It is pure.
+func HealthOf(u *unstructured.Unstructured, awaited bool) Health {
 	if u == nil {
 		return Health{Status: kstatus.NotFoundStatus}
 	}
 	res, err := kstatus.Compute(u)
 	if err != nil {
 		return Health{Status: kstatus.UnknownStatus, Message: err.Error(), rv: u.GetResourceVersion()}
+	}
+	if awaited && res.Status == kstatus.CurrentStatus {
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "observedGeneration"); !found {
+			return Health{Status: kstatus.InProgressStatus, rv: u.GetResourceVersion(),
+				Message: "waiting for the operator's first status of this " + u.GetKind() + " (no status.observedGeneration yet)"}
+		}
 	}
 	return Health{Status: res.Status, Message: res.Message, rv: u.GetResourceVersion()}
 }
@@ -70,13 +80,18 @@ func (m *statusMeta) DeepCopyObject() runtime.Object {
 }
 
 // toStatusMeta is the status watch's transform: a full object in, its metadata and
-// health out. Anything else (a tombstone, an object already transformed) passes as is.
-func toStatusMeta(obj any) (any, error) {
+// health out (HealthOf, awaited as the watch's kind is). Anything else (a tombstone, an
+// object already transformed) passes as is.
+func toStatusMeta(awaited bool) func(obj any) (any, error) {
+	return func(obj any) (any, error) { return statusMetaOf(obj, awaited), nil }
+}
+
+func statusMetaOf(obj any, awaited bool) any {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return obj, nil
+		return obj
 	}
-	m := &statusMeta{health: HealthOf(u)}
+	m := &statusMeta{health: HealthOf(u, awaited)}
 	m.TypeMeta = metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}
 	md, _ := u.Object["metadata"].(map[string]any)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &m.ObjectMeta); err != nil {
@@ -85,7 +100,7 @@ func toStatusMeta(obj any) (any, error) {
 			ResourceVersion: u.GetResourceVersion(), Generation: u.GetGeneration(), DeletionTimestamp: u.GetDeletionTimestamp(),
 			ManagedFields: u.GetManagedFields()}
 	}
-	return m, nil
+	return m
 }
 
 // newerRV reports whether resourceVersion a is newer than b. resourceVersions are opaque,

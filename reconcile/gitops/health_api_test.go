@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -280,5 +281,83 @@ func installGitSyncCRD(t *testing.T, cfg *rest.Config, group string) {
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: want}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSweepAwaitsOurStatus, on the apiserver: a CR of a Kind the operator's own controllers
+// materialize (Options.AwaitsStatus) has no status right after the sweep applies it.
+// kstatus alone reads that as Current; the sweep reports it InProgress, saying why, and
+// holds the path that depends on it, until the CR's first status (observedGeneration,
+// Ready) arrives through the watch, which makes it Current and fires the sweep that
+// applies the dependent.
+func TestSweepAwaitsOurStatus(t *testing.T) {
+	const ns = "awaits-test"
+	cfg := testbed.APIServer(t)
+	admin, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	crds, err := kinds.CRDs("hanzo.ai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc []*apiextensionsv1.CustomResourceDefinition
+	for i := range crds {
+		if crds[i].Name == "services.hanzo.ai" {
+			svc = append(svc, &crds[i])
+		}
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: svc}); err != nil {
+		t.Fatal(err)
+	}
+	src := newMemSource(map[string][]byte{
+		"db/.universe.yaml":   []byte("{}\n"),
+		"db/svc.yaml":         serviceFile(ns, 1, 1),
+		"apps/.universe.yaml": []byte("dependsOn: [db]\n"),
+		"apps/web.yaml":       []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: " + ns + "}\ndata: {a: b}\n"),
+	})
+	scope, err := NewScope([]string{ns}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	ours := schema.GroupKind{Group: "hanzo.ai", Kind: "Service"}
+	opts.AwaitsStatus = func(gk schema.GroupKind) bool { return gk == ours }
+	sw, err := NewSweeper(cfg, src, scope, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sw.Close)
+
+	r := sw.Sweep(ctx)
+	res := resultOf(t, r, "svc-0001")
+	if res.Action != apply.Created || res.Health != "InProgress" || !strings.Contains(res.HealthMessage, "first status") {
+		t.Fatalf("svc-0001 without status: %+v, want CREATE InProgress waiting for its first status", res)
+	}
+	if web := resultOf(t, r, "web"); web.Action != Held || web.Reason != string(ReasonDependencyNotReady) {
+		t.Fatalf("web: %+v, want HELD DependencyNotReady on the CR", web)
+	}
+
+	// the Kind controller's first status, as it writes it
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ours.WithVersion("v1"))
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "svc-0001"}, u); err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = map[string]any{"observedGeneration": u.GetGeneration(), "conditions": []any{map[string]any{
+		"type": "Ready", "status": "True", "reason": "Ready", "message": "2/2 replicas ready",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "observedGeneration": u.GetGeneration()}}}
+	if err := admin.Status().Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, sw, "svc-0001", "Current")
+	waitFired(t, sw, "the CR's first status")
+	r = sw.Sweep(ctx)
+	if web := resultOf(t, r, "web"); web.Action != apply.Created {
+		t.Errorf("web after the CR's first status: %+v, want CREATE", web)
 	}
 }

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,34 +65,48 @@ func docObj(t *testing.T, doc string) *unstructured.Unstructured {
 }
 
 func TestHealthOf(t *testing.T) {
+	const cr = "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: s, namespace: ns, generation: 3}\nspec: {image: {repository: r, tag: v1}}\n"
+	readyStatus := func(observed int) string {
+		return fmt.Sprintf("status: {observedGeneration: %d, conditions: [{type: Ready, status: \"True\", reason: Ready}]}\n", observed)
+	}
 	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns, generation: 2, resourceVersion: \"7\"}\nspec: {replicas: 1}\n"
 	for _, tc := range []struct {
 		name, doc string
+		awaited   bool
 		want      kstatus.Status
 	}{
-		{"a new Deployment is InProgress", dep, kstatus.InProgressStatus},
-		{"rolled out is Current", dep + "status: {observedGeneration: 2, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{type: Available, status: \"True\"}, {type: Progressing, status: \"True\", reason: NewReplicaSetAvailable}]}\n", kstatus.CurrentStatus},
-		{"past its progress deadline is Failed", dep + "status: {observedGeneration: 2, replicas: 1, conditions: [{type: Progressing, status: \"False\", reason: ProgressDeadlineExceeded}]}\n", kstatus.FailedStatus},
-		{"a ConfigMap is Current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n", kstatus.CurrentStatus},
-		{"deleting is Terminating", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, deletionTimestamp: \"2026-01-01T00:00:00Z\"}\n", kstatus.TerminatingStatus},
+		{"a new Deployment is InProgress", dep, false, kstatus.InProgressStatus},
+		{"rolled out is Current", dep + "status: {observedGeneration: 2, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{type: Available, status: \"True\"}, {type: Progressing, status: \"True\", reason: NewReplicaSetAvailable}]}\n", false, kstatus.CurrentStatus},
+		{"past its progress deadline is Failed", dep + "status: {observedGeneration: 2, replicas: 1, conditions: [{type: Progressing, status: \"False\", reason: ProgressDeadlineExceeded}]}\n", false, kstatus.FailedStatus},
+		{"a ConfigMap is Current", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n", false, kstatus.CurrentStatus},
+		{"deleting is Terminating", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, deletionTimestamp: \"2026-01-01T00:00:00Z\"}\n", false, kstatus.TerminatingStatus},
+		// kstatus reads a CR without status as Current; one of ours has not been reconciled yet
+		{"a CR without status, to kstatus", cr, false, kstatus.CurrentStatus},
+		{"our CR without status is InProgress", cr, true, kstatus.InProgressStatus},
+		{"our CR with a status but no observedGeneration is InProgress", cr + "status: {phase: Pending}\n", true, kstatus.InProgressStatus},
+		{"our CR reconciled and Ready is Current", cr + readyStatus(3), true, kstatus.CurrentStatus},
+		{"our CR reconciling is InProgress", cr + "status: {observedGeneration: 3, conditions: [{type: Reconciling, status: \"True\", reason: Progressing}]}\n", true, kstatus.InProgressStatus},
+		{"our CR observed at an older generation is InProgress", cr + readyStatus(2), true, kstatus.InProgressStatus},
+		{"our CR Stalled is Failed", cr + "status: {observedGeneration: 3, conditions: [{type: Stalled, status: \"True\", reason: InvalidSpec}]}\n", true, kstatus.FailedStatus},
+		{"our CR being deleted is Terminating", "apiVersion: hanzo.ai/v1\nkind: Service\nmetadata: {name: s, namespace: ns, generation: 3, deletionTimestamp: \"2026-01-01T00:00:00Z\", finalizers: [x]}\n", true, kstatus.TerminatingStatus},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := HealthOf(docObj(t, tc.doc))
+			h := HealthOf(docObj(t, tc.doc), tc.awaited)
 			if h.Status != tc.want {
 				t.Errorf("HealthOf = %+v, want %s", h, tc.want)
 			}
 		})
 	}
-	if h := HealthOf(nil); h.Status != kstatus.NotFoundStatus {
+	if h := HealthOf(nil, true); h.Status != kstatus.NotFoundStatus {
 		t.Errorf("HealthOf(nil) = %+v", h)
 	}
 	// the transform keeps metadata and health, drops the rest
-	m, _ := toStatusMeta(docObj(t, dep))
+	m, _ := toStatusMeta(false)(docObj(t, dep))
 	sm, ok := m.(*statusMeta)
 	if !ok || sm.Name != "d" || sm.Namespace != "ns" || sm.ResourceVersion != "7" || sm.health.Status != kstatus.InProgressStatus || sm.health.rv != "7" {
 		t.Errorf("toStatusMeta = %#v", m)
 	}
-	if again, _ := toStatusMeta(sm); again != sm {
+	if again, _ := toStatusMeta(true)(sm); again != sm {
 		t.Errorf("toStatusMeta of a stored object changed it")
 	}
 	if !Statusless(schema.GroupKind{Kind: "Secret"}) || Statusless(schema.GroupKind{Group: "apps", Kind: "Deployment"}) {

@@ -336,6 +336,12 @@ type Options struct {
 	// discovery for something else first (operator up's install) shares it, one discovery
 	// per process.
 	Mapper meta.ResettableRESTMapper
+	// AwaitsStatus, when set, names the kinds whose status a controller of this operator
+	// writes, always with status.observedGeneration: the Kinds its Kind controllers
+	// materialize. An applied object of one without status.observedGeneration is
+	// InProgress, not yet reconciled, where kstatus alone reads an object without status
+	// as Current (HealthOf).
+	AwaitsStatus func(schema.GroupKind) bool
 }
 
 // Resync bounds.

@@ -212,6 +212,7 @@ func NewSweeper(cfg *rest.Config, src source.Source, scope Scope, opts Options) 
 		}
 		return watchClients{meta: tc.meta, dyn: tc.dyn}, tc.err
 	}, s.observe)
+	s.tracker.awaits = opts.AwaitsStatus
 	return s, nil
 }
 
@@ -849,7 +850,7 @@ func (s *Sweeper) applyOne(ctx context.Context, it *item) apply.Result {
 			rec.After = apply.Fingerprint(after, s.applier.Manager)
 			rec.UID, rec.ResourceVersion = after.GetUID(), after.GetResourceVersion()
 			fresh = &Health{}
-			*fresh = HealthOf(after) // the response carries status: the health before the watch delivers it
+			*fresh = HealthOf(after, s.tracker.awaited(it.key.GroupKind)) // the response carries status: the health before the watch delivers it
 		}
 	default:
 		res = applier.Apply(ctx, []*unstructured.Unstructured{it.Object})[0]

@@ -35,6 +35,9 @@ type tracker struct {
 	clientFor func(namespace string) (watchClients, error)
 	stop      chan struct{}
 	onEvent   func(key, metav1.Object, Health)
+	// awaits names the kinds whose status this operator writes (Options.AwaitsStatus);
+	// nil: none.
+	awaits func(schema.GroupKind) bool
 
 	mu      sync.Mutex
 	watches map[watchKey]*watch
@@ -106,7 +109,7 @@ func (t *tracker) start(wk watchKey, gk schema.GroupKind) *watch {
 		inf = metadatainformer.NewFilteredMetadataInformer(c.meta, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
 	} else {
 		inf = dynamicinformer.NewFilteredDynamicInformer(c.dyn, wk.GVR, wk.Namespace, 0, cache.Indexers{}, nil).Informer()
-		_ = inf.SetTransform(toStatusMeta) // before Run: cannot fail
+		_ = inf.SetTransform(toStatusMeta(t.awaited(gk))) // before Run: cannot fail
 	}
 	emit := func(obj any, deleted bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -131,6 +134,9 @@ func (t *tracker) start(wk watchKey, gk schema.GroupKind) *watch {
 	go inf.Run(t.stop)
 	return &watch{gk: gk, inf: inf}
 }
+
+// awaited reports whether a controller of this operator writes the status of gk's objects.
+func (t *tracker) awaited(gk schema.GroupKind) bool { return t.awaits != nil && t.awaits(gk) }
 
 // live returns what the watch shows of namespace/name: watched is false when
 // no synced watch covers it; m is nil when it is absent.
