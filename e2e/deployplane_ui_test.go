@@ -226,14 +226,17 @@ func TestDeployPlaneUI(t *testing.T) {
 
 	// the list: five applications, badges, the signed-in user; a filter narrows it
 	run(t, ctx, "sign in and open the list", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.CSS(row("web"))))
+	// the rows of this test's namespace: the plane lists every namespace it may read, and
+	// another test's namespace may still be on its way out
+	mine := `[...document.querySelectorAll('#apps tbody tr')].filter((r) => r.dataset.key.startsWith('` + ns + `/'))`
 	pageWait(t, ctx, "five rows, the live stream open, the user named",
-		`document.querySelectorAll('#apps tbody tr').length === 5 && document.getElementById('live').textContent === 'live' && document.getElementById('who').textContent === 'admin@example.test'`, 30*time.Second)
+		mine+`.length === 5 && document.getElementById('live').textContent === 'live' && document.getElementById('who').textContent === 'admin@example.test'`, 30*time.Second)
 	pageWait(t, ctx, "four Healthy, one Progressing",
-		`document.querySelectorAll('#apps .badge.Healthy').length === 4 && document.querySelectorAll('#apps .badge.Progressing').length === 1`, 30*time.Second)
+		mine+`.filter((r) => r.querySelector('.badge.Healthy')).length === 4 && `+mine+`.filter((r) => r.querySelector('.badge.Progressing')).length === 1`, 30*time.Second)
 	shot(t, ctx, "list.png", 1280)
 	run(t, ctx, "filter health=Progressing", chromedp.SetValue(chromedp.ID("f-health"), "Progressing"),
 		dispatch("f-health"))
-	pageWait(t, ctx, "only edge under health=Progressing", `document.querySelectorAll('#apps tbody tr').length === 1 && document.querySelector('#apps tbody tr').dataset.key.endsWith('/edge')`, 5*time.Second)
+	pageWait(t, ctx, "only edge under health=Progressing", mine+`.length === 1 && `+mine+`[0].dataset.key.endsWith('/edge') && ![...document.querySelectorAll('#apps tbody tr .badge')].some((b) => b.classList.contains('Healthy'))`, 5*time.Second)
 	run(t, ctx, "clear the filter", chromedp.SetValue(chromedp.ID("f-health"), ""),
 		dispatch("f-health"))
 

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,7 +32,21 @@ func TestWebhookSignature(t *testing.T) {
 	}
 	sha, pushed := repo.push(t, "universe", universeFiles(t, ns))
 	op := startOperator(t, cl, repo, ns, "--leader-elect=false", "--gitops-namespaces", ns, "--gitops-webhook-secret-file", secretFile)
-	first := op.sweptAt(t, sha, pushed)
+	op.sweptAt(t, sha, pushed)
+	// Each CR turning Current (its first status) fires a sweep while the report settles:
+	// once nothing is rolling out any more, no sweep starts but a trigger's.
+	waitFor(t, "the universe settled: nothing InProgress", 2*time.Minute, func() (bool, string) {
+		r, err := op.report()
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Summary.Health.InProgress == 0, fmt.Sprintf("%+v", r.Summary.Health)
+	})
+	time.Sleep(2 * time.Second) // the sweep the last of them fired
+	first, err := op.report()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	sha, pushed = repo.push(t, "bump web", map[string][]byte{"apps/note.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: " + ns + "}\ndata: {k: v}\n")})
 	body := `{"ref":"refs/heads/main","after":"` + sha + `"}`

@@ -35,6 +35,7 @@ var notSettings = map[string]string{
 	"GitOps.State.APIGroup":  "set by setupGitOps from --api-group (the GitSync is served there)",
 	"GitOps.MetadataOnly":    "set by operator up alone (one sweep, no status watches); run's sweep keeps the health watches",
 	"GitOps.Mapper":          "set by operator up alone (install and the sweep share one discovery); run's sweep builds its own",
+	"GitOps.AwaitsStatus":    "set at start from --controllers and --api-group: the Kinds whose controllers run here (awaitsStatus)",
 	"Plane.StreamBuffer":     "a fixed bound of drive/plane (256 events queued per stream client); plane.Options.BindFlags declares no flag for it",
 }
 
