@@ -266,18 +266,24 @@ func TestSweepHealth(t *testing.T) {
 // installGitSyncCRD installs the GitSync CRD of group from the operator's own CRDs.
 func installGitSyncCRD(t *testing.T, cfg *rest.Config, group string) {
 	t.Helper()
+	installKindCRD(t, cfg, group, gitsync.Kind)
+}
+
+// installKindCRD installs the CRD of kind in group from the operator's own CRDs.
+func installKindCRD(t *testing.T, cfg *rest.Config, group, kind string) {
+	t.Helper()
 	crds, err := kinds.CRDs(group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []*apiextensionsv1.CustomResourceDefinition
 	for i := range crds {
-		if crds[i].Spec.Names.Kind == gitsync.Kind {
+		if crds[i].Spec.Names.Kind == kind && crds[i].Spec.Group == group {
 			want = append(want, &crds[i])
 		}
 	}
 	if len(want) != 1 {
-		t.Fatalf("no %s CRD in group %s", gitsync.Kind, group)
+		t.Fatalf("no %s CRD in group %s", kind, group)
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: want}); err != nil {
 		t.Fatal(err)
@@ -301,19 +307,7 @@ func TestSweepAwaitsOurStatus(t *testing.T) {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	crds, err := kinds.CRDs("hanzo.ai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var svc []*apiextensionsv1.CustomResourceDefinition
-	for i := range crds {
-		if crds[i].Name == "services.hanzo.ai" {
-			svc = append(svc, &crds[i])
-		}
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: svc}); err != nil {
-		t.Fatal(err)
-	}
+	installKindCRD(t, cfg, "hanzo.ai", "Service")
 	src := newMemSource(map[string][]byte{
 		"db/.universe.yaml":   []byte("{}\n"),
 		"db/svc.yaml":         serviceFile(ns, 1, 1),
