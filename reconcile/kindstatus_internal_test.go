@@ -115,7 +115,7 @@ func TestReadyEvent(t *testing.T) {
 		want          bool
 	}{
 		{"a new CR's first not-ready", nil, notReady, false},
-		{"a new CR ready at once", nil, ready, true},
+		{"a new CR ready at once", nil, ready, false},
 		{"a new CR failing", nil, failed, true},
 		{"becomes ready", notReady, ready, true},
 		{"falls back from ready", ready, notReady, true},
