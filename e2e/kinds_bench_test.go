@@ -45,8 +45,10 @@ import (
 //
 // KINDS_BENCH_N lists the sizes (default 1000), each in its own namespace, deleted after;
 // KINDS_BENCH_FLAGS adds flags to `operator run` (e.g. --kind-concurrency 16); OPERATOR_BIN
-// measures another build of the operator (a "before"). The table is printed and written
-// to .cache/bench/kinds.txt.
+// measures another build of the operator (a "before"); KINDS_BENCH_APISERVER_PROFILE=30
+// with TESTBED_APISERVER_PROFILING=true saves a 30 s CPU profile of kube-apiserver from the
+// start of each side. The table is
+// printed and written to .cache/bench/kinds.txt.
 func BenchmarkKindMaterialize(b *testing.B) {
 	sizes := []int{1000}
 	if env := os.Getenv("KINDS_BENCH_N"); env != "" {
@@ -112,7 +114,8 @@ func (kb *kindsBench) run() {
 	kb.c = c
 	// 10 minutes, and 300 ms per CR more: 5 000 CRs on a 2-core machine take ~20 minutes
 	timeout := 10*time.Minute + time.Duration(kb.n)*300*time.Millisecond
-	// the floor first, alone on the control plane, its namespace gone before the operator starts
+	// the floor first, alone on the control plane, its namespace gone before the operator
+	// starts; then once more after the operator (KINDS_BENCH_FLOOR_AFTER=0 skips it)
 	fl := kb.floor(ctx, timeout)
 
 	kb.ns = fmt.Sprintf("kinds-bench-%d-%d", kb.n, time.Now().Unix())
@@ -129,6 +132,8 @@ func (kb *kindsBench) run() {
 	opBefore := op.scrape()
 	planeBefore := kb.planeCPU()
 	start := time.Now()
+	profiled := kb.profileAPIServer(ctx, "operator")
+	defer profiled()
 	applied := make(chan time.Duration, 1)
 	go func() { applied <- kb.waitChildren(ctx, start, timeout) }()
 	// when the cluster had every Deployment Available (the floor's finish line): what lies
@@ -173,22 +178,13 @@ func (kb *kindsBench) run() {
 	fmt.Fprintf(w, "  operator peak RSS %.0f MiB (idle %.0f MiB; %.0f KiB per CR over idle), CPU %.1fs; at Ready: heap in use %.0f MiB, %s\n",
 		float64(rss)/(1<<20), float64(idleRSS)/(1<<20), float64(rss-min(idleRSS, rss))/1024/float64(kb.n), cpu,
 		opAfter.sum("go_memstats_heap_inuse_bytes", nil)/(1<<20), heap)
-	var plane []string
-	busy := cpu
-	var planeSum float64
-	for _, name := range slices.Sorted(maps.Keys(planeAfter)) {
-		d := (planeAfter[name] - planeBefore[name]).Seconds()
-		busy += d
-		planeSum += d
-		plane = append(plane, fmt.Sprintf("%s %.1fs", name, d))
-	}
-	fmt.Fprintf(w, "  control plane CPU: %s; with the operator %.0f%% of the machine's %d CPUs over %.0fs\n", strings.Join(plane, ", "),
+	planeSum, plane := planeDelta(planeBefore, planeAfter)
+	busy := cpu + planeSum
+	fmt.Fprintf(w, "  control plane CPU: %s; with the operator %.0f%% of the machine's %d CPUs over %.0fs\n", plane,
 		100*busy/(readyAt.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU(), readyAt.Seconds())
-	fmt.Fprintf(w, "  floor (the same children, kubectl apply --server-side, %d processes, no owner refs, run first in its own namespace): applied after %.1fs; %d/%d Deployments Available after %.1fs; apiserver requests %.0f (%.2f per CR); control plane CPU %.1fs; kubectl CPU %.1fs; apiserver mean latency: %s\n",
-		fl.procs, fl.applied.Seconds(), fl.available, kb.n, fl.ready.Seconds(), fl.requests, perCR(fl.requests, kb.n), fl.planeCPU, fl.clientCPU, fl.latency)
-	fmt.Fprintf(w, "  operator/floor: %s, %s, %s\n", ratio("time to all Ready", readyAt.Seconds(), fl.ready.Seconds(), 1.2),
-		ratio("apiserver requests", apiDelta.sum("apiserver_request_total", nil), fl.requests, 1.1),
-		ratio("control plane CPU", planeSum, fl.planeCPU, 0))
+	kb.floorLine("floor before", fl)
+	operator := floorResult{ready: readyAt, requests: apiDelta.sum("apiserver_request_total", nil), planeCPU: planeSum}
+	kb.ratioLine("operator/floor before", operator, fl)
 	if ready < kb.n {
 		fmt.Fprintf(w, "  not all Ready: resyncs skipped\n")
 		op.stop(syscall.SIGTERM)
@@ -216,7 +212,33 @@ func (kb *kindsBench) run() {
 	fmt.Fprintf(w, "  no-op resync (restart, %.1fs): operator requests %d  %s; apiserver writes to children %d, dry-runs %d\n", time.Since(t0).Seconds(),
 		int(opDelta.sum("rest_client_requests_total", nil)), opDelta.by("rest_client_requests_total", "method", 0), int(childWrites(apiDelta)),
 		int(apiDelta.sum("apiserver_request_total", map[string]string{"dry_run": "All"})))
+	kb.deleteNamespace(ns) // before the floor again, with the operator still running (as a user would)
 	op.stop(syscall.SIGTERM)
+	if os.Getenv("KINDS_BENCH_FLOOR_AFTER") == "0" {
+		return
+	}
+	// the floor once more, after the operator: the machine drifts over a run (a neighbour,
+	// a busier host), and the mean of a floor before and after cancels a drift that would
+	// otherwise fall on the operator's side alone (its CPU per request rose 1.3x within one
+	// 5 000-CR run on 2026-12-07)
+	after := kb.floor(ctx, timeout)
+	kb.floorLine("floor after", after)
+	mean := floorResult{ready: (fl.ready + after.ready) / 2, requests: (fl.requests + after.requests) / 2, planeCPU: (fl.planeCPU + after.planeCPU) / 2}
+	kb.ratioLine("operator/floor, the mean of before and after", operator, mean)
+}
+
+// floorLine prints what one floor run cost.
+func (kb *kindsBench) floorLine(label string, fl floorResult) {
+	fmt.Fprintf(kb.out, "  %s (the same children, kubectl apply --server-side, %d processes, no owner refs, in its own namespace): applied after %.1fs; %d/%d Deployments Available after %.1fs; apiserver requests %.0f (%.2f per CR); control plane CPU %.1fs (%s); kubectl CPU %.1fs; apiserver mean latency: %s\n",
+		label, fl.procs, fl.applied.Seconds(), fl.available, kb.n, fl.ready.Seconds(), fl.requests, perCR(fl.requests, kb.n), fl.planeCPU, fl.planeBy, fl.clientCPU, fl.latency)
+}
+
+// ratioLine prints the operator's run against a floor, with the goals: time ≤ 1.2x,
+// requests ≤ 1.1x.
+func (kb *kindsBench) ratioLine(label string, op, fl floorResult) {
+	fmt.Fprintf(kb.out, "  %s: %s, %s, %s\n", label, ratio("time to all Ready", op.ready.Seconds(), fl.ready.Seconds(), 1.2),
+		ratio("apiserver requests", op.requests, fl.requests, 1.1),
+		ratio("control plane CPU", op.planeCPU, fl.planeCPU, 0))
 }
 
 func perCR(v float64, n int) float64 { return v / float64(n) }
@@ -255,6 +277,56 @@ func (kb *kindsBench) planeCPU() map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// planeDelta is the control plane's CPU between two planeCPU readings: the sum, in
+// seconds, and per process ("etcd 5.3s, kube-apiserver 45.8s, ...").
+func planeDelta(before, after map[string]time.Duration) (float64, string) {
+	var sum float64
+	var by []string
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		d := (after[name] - before[name]).Seconds()
+		sum += d
+		by = append(by, fmt.Sprintf("%s %.1fs", name, d))
+	}
+	return sum, strings.Join(by, ", ")
+}
+
+// profileAPIServer takes, when KINDS_BENCH_APISERVER_PROFILE is a number of seconds, a CPU
+// profile of kube-apiserver (its /debug/pprof, on by default) over that many seconds from
+// now, and writes it to .cache/bench/apiserver-<side>-<N>.pb.gz: where the apiserver's CPU
+// goes for the floor and for the operator, side by side. The returned func waits for it.
+func (kb *kindsBench) profileAPIServer(ctx context.Context, side string) func() {
+	secs, err := strconv.Atoi(os.Getenv("KINDS_BENCH_APISERVER_PROFILE"))
+	if err != nil || secs <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hc, err := rest.HTTPClientFor(kb.cfg)
+		if err != nil {
+			kb.b.Logf("apiserver profile: %v", err)
+			return
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(kb.cfg.Host, "/"), secs), nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			kb.b.Logf("apiserver profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			fmt.Fprintf(kb.out, "  apiserver profile of the %s: %s %v\n", side, resp.Status, err)
+			return
+		}
+		path := filepath.Join("..", ".cache", "bench", fmt.Sprintf("apiserver-%s-%d.pb.gz", side, kb.n))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			kb.b.Logf("apiserver profile: %v", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // childWrites counts the writes that reached Deployments and core Services (dry-runs

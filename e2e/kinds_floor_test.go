@@ -34,6 +34,7 @@ type floorResult struct {
 	available      int
 	requests       float64 // apiserver_request_total delta, all clients
 	planeCPU       float64 // the control plane's processes, seconds
+	planeBy        string  // the same, per process
 	clientCPU      float64 // the kubectl processes, seconds
 	procs          int
 	latency        string // meanLatencies
@@ -45,7 +46,8 @@ type floorResult struct {
 // dir, floorProcs processes at once, to a fresh namespace of the same testbed; it waits
 // (a watch) until every Deployment is Available with all its replicas, then deletes the
 // namespace and waits until it is gone, so that the operator's run does not share the
-// control plane with its garbage collection. It runs before the operator is started.
+// control plane with its garbage collection. It runs before the operator is started and,
+// unless KINDS_BENCH_FLOOR_AFTER=0, once more after it.
 func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorResult {
 	b := kb.b
 	procs := floorProcs
@@ -83,6 +85,8 @@ func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorRes
 	}()
 	<-watching
 	start := time.Now()
+	profiled := kb.profileAPIServer(ctx, "floor")
+	defer profiled()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failures []string
@@ -118,9 +122,7 @@ func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorRes
 	time.Sleep(time.Second) // let the apiserver count the last requests
 	apiDelta := scrapeAPIServer(b, kb.cfg).delta(apiBefore)
 	res.requests, res.latency = apiDelta.sum("apiserver_request_total", nil), meanLatencies(apiDelta)
-	for name, after := range kb.planeCPU() {
-		res.planeCPU += (after - planeBefore[name]).Seconds()
-	}
+	res.planeCPU, res.planeBy = planeDelta(planeBefore, kb.planeCPU())
 	return res
 }
 

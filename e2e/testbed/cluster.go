@@ -191,7 +191,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, pki *PKI, port,
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
-		"--profiling=false",
+		// off, as hardened clusters run it; TESTBED_APISERVER_PROFILING=true turns it on for
+		// a bench's CPU profile (KINDS_BENCH_APISERVER_PROFILE)
+		"--profiling="+strconv.FormatBool(os.Getenv("TESTBED_APISERVER_PROFILING") == "true"),
 	); err != nil {
 		return err
 	}
