@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -45,9 +46,9 @@ import (
 //
 // KINDS_BENCH_N lists the sizes (default 1000), each in its own namespace, deleted after;
 // KINDS_BENCH_FLAGS adds flags to `operator run` (e.g. --kind-concurrency 16); OPERATOR_BIN
-// measures another build of the operator (a "before"); KINDS_BENCH_APISERVER_PROFILE=30
-// with TESTBED_APISERVER_PROFILING=true saves a 30 s CPU profile of kube-apiserver from the
-// start of each side. The table is
+// measures another build of the operator (a "before"); KINDS_BENCH_CPU_PROFILE=30 saves
+// 30 s CPU profiles of the operator and (with TESTBED_APISERVER_PROFILING=true) of
+// kube-apiserver from the start of each side. The table is
 // printed and written to .cache/bench/kinds.txt.
 func BenchmarkKindMaterialize(b *testing.B) {
 	sizes := []int{1000}
@@ -132,7 +133,7 @@ func (kb *kindsBench) run() {
 	opBefore := op.scrape()
 	planeBefore := kb.planeCPU()
 	start := time.Now()
-	profiled := kb.profileAPIServer(ctx, "operator")
+	profiled := kb.cpuProfiles(ctx, "operator", op)
 	defer profiled()
 	applied := make(chan time.Duration, 1)
 	go func() { applied <- kb.waitChildren(ctx, start, timeout) }()
@@ -292,41 +293,58 @@ func planeDelta(before, after map[string]time.Duration) (float64, string) {
 	return sum, strings.Join(by, ", ")
 }
 
-// profileAPIServer takes, when KINDS_BENCH_APISERVER_PROFILE is a number of seconds, a CPU
-// profile of kube-apiserver (its /debug/pprof, on by default) over that many seconds from
-// now, and writes it to .cache/bench/apiserver-<side>-<N>.pb.gz: where the apiserver's CPU
-// goes for the floor and for the operator, side by side. The returned func waits for it.
-func (kb *kindsBench) profileAPIServer(ctx context.Context, side string) func() {
-	secs, err := strconv.Atoi(os.Getenv("KINDS_BENCH_APISERVER_PROFILE"))
+// cpuProfiles takes, when KINDS_BENCH_CPU_PROFILE is a number of seconds, CPU profiles over
+// that many seconds from now of kube-apiserver (its /debug/pprof: the testbed needs
+// TESTBED_APISERVER_PROFILING=true) and, on the operator's side, of the operator, and
+// writes them to .cache/bench/<process>-<side>-<N>.pb.gz: where the CPU goes for the floor
+// and for the operator, side by side. The returned func waits for them.
+func (kb *kindsBench) cpuProfiles(ctx context.Context, side string, op *benchOperator) func() {
+	secs, err := strconv.Atoi(os.Getenv("KINDS_BENCH_CPU_PROFILE"))
 	if err != nil || secs <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		hc, err := rest.HTTPClientFor(kb.cfg)
-		if err != nil {
-			kb.b.Logf("apiserver profile: %v", err)
-			return
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(kb.cfg.Host, "/"), secs), nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			kb.b.Logf("apiserver profile: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			fmt.Fprintf(kb.out, "  apiserver profile of the %s: %s %v\n", side, resp.Status, err)
-			return
-		}
-		path := filepath.Join("..", ".cache", "bench", fmt.Sprintf("apiserver-%s-%d.pb.gz", side, kb.n))
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			kb.b.Logf("apiserver profile: %v", err)
-		}
-	}()
-	return func() { <-done }
+	hc, err := rest.HTTPClientFor(kb.cfg)
+	if err != nil {
+		kb.b.Fatal(err)
+	}
+	profiles := map[string]string{}
+	if os.Getenv("TESTBED_APISERVER_PROFILING") == "true" {
+		profiles["apiserver"] = strings.TrimSuffix(kb.cfg.Host, "/") + "/debug/pprof/profile"
+	}
+	if op != nil {
+		profiles["operator"] = op.pprof + "/profile"
+	}
+	var wg sync.WaitGroup
+	for process, url := range profiles {
+		wg.Go(func() {
+			path := filepath.Join("..", ".cache", "bench", fmt.Sprintf("%s-%s-%d.pb.gz", process, side, kb.n))
+			if err := saveProfile(ctx, hc, fmt.Sprintf("%s?seconds=%d", url, secs), path); err != nil {
+				fmt.Fprintf(kb.out, "  %s CPU profile (%s): %v\n", process, side, err)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// saveProfile writes what url answers to path.
+func saveProfile(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data[:min(len(data), 200)]))
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // childWrites counts the writes that reached Deployments and core Services (dry-runs

@@ -85,7 +85,7 @@ func (kb *kindsBench) floor(ctx context.Context, timeout time.Duration) floorRes
 	}()
 	<-watching
 	start := time.Now()
-	profiled := kb.profileAPIServer(ctx, "floor")
+	profiled := kb.cpuProfiles(ctx, "floor", nil)
 	defer profiled()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
