@@ -191,9 +191,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, o Options, pki *PKI, port,
 		"--authorization-mode=RBAC",
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
-		// off, as hardened clusters run it; TESTBED_APISERVER_PROFILING=true turns it on for
-		// a bench's CPU profile (KINDS_BENCH_APISERVER_PROFILE)
-		"--profiling="+strconv.FormatBool(os.Getenv("TESTBED_APISERVER_PROFILING") == "true"),
+		profiling(),
 	); err != nil {
 		return err
 	}
@@ -451,4 +449,14 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		return nil // etcd and the apiserver only
 	}
 	return c.waitSystem(ctx)
+}
+
+// profiling is kube-apiserver's --profiling: off, as hardened clusters run it;
+// TESTBED_APISERVER_PROFILING=true turns it on for a bench's CPU profile
+// (KINDS_BENCH_CPU_PROFILE).
+func profiling() string {
+	if os.Getenv("TESTBED_APISERVER_PROFILING") == "true" {
+		return "--profiling=true"
+	}
+	return "--profiling=false"
 }
