@@ -308,7 +308,7 @@ func (kb *kindsBench) cpuProfiles(ctx context.Context, side string, op *benchOpe
 		kb.b.Fatal(err)
 	}
 	profiles := map[string]string{}
-	if os.Getenv("TESTBED_APISERVER_PROFILING") == "true" {
+	if testbed.APIServerProfiling() {
 		profiles["apiserver"] = strings.TrimSuffix(kb.cfg.Host, "/") + "/debug/pprof/profile"
 	}
 	if op != nil {

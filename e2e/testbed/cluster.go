@@ -451,11 +451,15 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return c.waitSystem(ctx)
 }
 
-// profiling is kube-apiserver's --profiling: off, as hardened clusters run it;
-// TESTBED_APISERVER_PROFILING=true turns it on for a bench's CPU profile
-// (KINDS_BENCH_CPU_PROFILE).
+// APIServerProfiling reports whether the testbed's kube-apiserver serves /debug/pprof: off,
+// as hardened clusters run it; TESTBED_APISERVER_PROFILING=true turns it on for a bench's
+// CPU profile (KINDS_BENCH_CPU_PROFILE).
+func APIServerProfiling() bool { return os.Getenv("TESTBED_APISERVER_PROFILING") == "true" }
+
+// profiling is kube-apiserver's --profiling flag (a constant per case: gosec reads an env
+// var formatted into a command's arguments as tainted).
 func profiling() string {
-	if os.Getenv("TESTBED_APISERVER_PROFILING") == "true" {
+	if APIServerProfiling() {
 		return "--profiling=true"
 	}
 	return "--profiling=false"
